@@ -1,0 +1,1 @@
+"""Admin HTTP API (Quart-Trio), served inside the broker process."""

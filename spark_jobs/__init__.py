@@ -1,0 +1,1 @@
+"""Spark jobs over scraped broker metrics; they share only the metrics schema."""

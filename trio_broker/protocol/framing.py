@@ -1,0 +1,71 @@
+"""Size-prefixed framing of the Kafka protocol, sans-I/O.
+
+Owns: ``FrameDecoder``, which takes bytes as they arrive (``receive_data``) and hands out
+whole frames (``next_frame``, or ``None`` when it needs more bytes), enforcing
+``socket.request.max.bytes``. It never reads a socket: the network layer feeds it, as
+h11's ``Connection`` is fed. A bad size prefix raises a ``RemoteProtocolError``; end of
+input inside a frame raises ``TruncatedFrame``.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .errors import FrameTooLarge, InvalidFrameSize, TruncatedFrame
+
+_SIZE = struct.Struct(">i")
+
+
+class FrameDecoder:
+    """Splits a byte stream into frames (the bytes after each 4-byte size prefix)."""
+
+    __slots__ = ("_buf", "max_frame_size")
+
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet handed out as frames."""
+        return len(self._buf)
+
+    def wanted(self) -> int:
+        """How many more bytes complete the frame in progress (at least 1 if unknown)."""
+        buf = self._buf
+        if len(buf) < 4:
+            return 4 - len(buf)
+        (size,) = _SIZE.unpack_from(buf, 0)
+        return max(1, 4 + size - len(buf))
+
+    def next_frame(self) -> bytes | None:
+        """The next whole frame, or ``None`` if more bytes are needed."""
+        buf = self._buf
+        if len(buf) < 4:
+            return None
+        (size,) = _SIZE.unpack_from(buf, 0)
+        if size <= 0:
+            raise InvalidFrameSize(f"frame size {size} is not positive")
+        if size > self.max_frame_size:
+            raise FrameTooLarge(
+                f"frame size {size} is larger than socket.request.max.bytes ({self.max_frame_size})"
+            )
+        end = 4 + size
+        if len(buf) < end:
+            return None
+        frame = bytes(buf[4:end])
+        del buf[:end]
+        return frame
+
+    def receive_eof(self) -> None:
+        """The peer closed its side: fine between frames, an error inside one."""
+        if self._buf:
+            raise TruncatedFrame(f"connection closed with {len(self._buf)} bytes of a frame")
+
+    def take_buffer(self) -> bytearray:
+        """Hand the unparsed bytes to a new owner (a connection moving processors)."""
+        buf, self._buf = self._buf, bytearray()
+        return buf
