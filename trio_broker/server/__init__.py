@@ -1,1 +1,1 @@
-"""server"""
+"""The broker process: configuration, handler pools, purgatory, and the composition root."""

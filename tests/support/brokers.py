@@ -1,0 +1,158 @@
+"""Real brokers for tests: in a background thread (fast, inspectable) or as a process.
+
+``BrokerThread`` runs ``Broker.run`` under its own ``trio.run`` in a thread, so that
+blocking Kafka clients in the test can talk to it over TCP; ``call`` runs a function inside
+the broker's event loop (to inspect or resize it safely). ``BrokerProcess`` runs the
+``trio-broker`` command exactly as a user does (``python -m trio_broker``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from trio_broker.apis.table import API_TABLE, ApiTable
+from trio_broker.server.broker import Broker
+from trio_broker.server.config import load_config
+
+BASE = {
+    "listeners": "PLAINTEXT://127.0.0.1:0",
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+}
+
+
+def overrides_for(data_dir: Path, **settings: Any) -> list[str]:
+    merged: dict[str, Any] = {**BASE, "log.dirs": str(data_dir)}
+    merged.update({k.replace("_", "."): v for k, v in settings.items()})
+    return [f"{k}={v}" for k, v in merged.items()]
+
+
+class BrokerThread:
+    def __init__(
+        self,
+        data_dir: Path,
+        settings: dict[str, Any] | None = None,
+        api_table: ApiTable = API_TABLE,
+    ) -> None:
+        overrides = [
+            f"{k}={v}" for k, v in {**BASE, "log.dirs": str(data_dir), **(settings or {})}.items()
+        ]
+        self.config = load_config(None, overrides)
+        self.api_table = api_table
+        self.broker: Broker | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, daemon=True)
+
+    def start(self) -> BrokerThread:
+        self._thread.start()
+        if not self._started.wait(30):
+            raise TimeoutError("broker did not start")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _main(self) -> None:
+        try:
+            trio.run(self._run)
+        except BaseException as exc:  # surfaced to the test
+            self._error = exc
+            self._started.set()
+
+    async def _run(self) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        broker = Broker(self.config, api_table=self.api_table)
+        async with trio.open_nursery() as nursery:
+            self.broker = await nursery.start(broker.run)
+            self._started.set()
+
+    def address(self, listener: str = "PLAINTEXT") -> str:
+        assert self.broker is not None
+        host, port = self.broker.bound_listeners()[listener]
+        return f"{host}:{port}"
+
+    @property
+    def bootstrap(self) -> str:
+        return self.address()
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` inside the broker's event loop and return its result."""
+        return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+
+    def stop(self, timeout: float = 30) -> None:
+        if self._thread.is_alive() and self.broker is not None:
+            self.call(self.broker.shutdown)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError("broker did not stop")
+        if self._error is not None:
+            raise self._error
+
+
+class BrokerProcess:
+    """``python -m trio_broker`` in a subprocess; its stderr is collected in ``log``."""
+
+    def __init__(self, data_dir: Path, overrides: list[str], config_file: Path | None = None):
+        self.data_dir = data_dir
+        args = [sys.executable, "-m", "trio_broker"]
+        if config_file is not None:
+            args += ["--config", str(config_file)]
+        for o in overrides:
+            args += ["--override", o]
+        self.args = args
+        self.proc: subprocess.Popen[str] | None = None
+        self.log: list[str] = []
+        self.listeners: dict[str, str] = {}
+
+    def start(self, timeout: float = 30) -> BrokerProcess:
+        self.proc = subprocess.Popen(
+            self.args,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert self.proc.stderr is not None
+        # Read stderr until the one "started" line (the broker writes listeners.json first).
+        for line in self.proc.stderr:
+            self.log.append(line)
+            if " started: " in line:
+                break
+        else:
+            raise RuntimeError("broker exited before starting:\n" + "".join(self.log))
+        self._drain = threading.Thread(target=self._read_rest, daemon=True)
+        self._drain.start()
+        self.listeners = json.loads((self.data_dir / "listeners.json").read_text())["listeners"]
+        return self
+
+    def _read_rest(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.listeners["PLAINTEXT"]
+
+    def terminate(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout)
+        self._drain.join(5)
+        return code
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(30)

@@ -1,0 +1,90 @@
+"""Metadata: brokers, cluster id, controller, and topics with their partitions.
+
+v0 asks for all topics with an empty list, v1+ with null. Unknown topics are created when
+both the request (v4+) and ``auto.create.topics.enable`` allow it; otherwise they come back
+with UNKNOWN_TOPIC_OR_PARTITION. From v10 topic ids are returned, from v12 topics may be
+asked for by id. Endpoints are those of the listener the request arrived on.
+"""
+
+from __future__ import annotations
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.metadata import MetadataRequest, MetadataResponse
+from ..protocol.schema import ZERO_UUID
+from .context import RequestContext
+from .services import TopicError, TopicInfo
+from .topic_names import topic_name_error
+
+Topic = MetadataResponse.Topic
+Partition = MetadataResponse.Topic.Partition
+
+
+async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+    broker = ctx.broker
+    v = ctx.api_version
+    brokers = [
+        MetadataResponse.Broker(node_id=e.node_id, host=e.host, port=e.port, rack=e.rack)
+        for e in broker.endpoints(ctx.listener)
+    ]
+    all_topics = req.topics is None or (v == 0 and not req.topics)
+    topics: list[Topic] = []
+    if all_topics:
+        topics = [_describe(t) for t in broker.topics()]
+    else:
+        allow_create = bool(broker.config_value("auto.create.topics.enable")) and (
+            v < 4 or req.allow_auto_topic_creation
+        )
+        for wanted in req.topics or ():
+            topics.append(await _lookup(ctx, wanted, allow_create))
+    return MetadataResponse(
+        throttle_time_ms=ctx.throttle_time_ms,
+        brokers=brokers,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.controller_id,
+        topics=topics,
+    )
+
+
+async def _lookup(ctx: RequestContext, wanted: MetadataRequest.Topic, allow_create: bool) -> Topic:
+    broker = ctx.broker
+    if wanted.name is None:
+        info = broker.topic_by_id(wanted.topic_id)
+        if info is None:
+            return Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id)
+        return _describe(info)
+    name = wanted.name
+    info = broker.topic(name)
+    if info is not None:
+        return _describe(info)
+    if allow_create:
+        if topic_name_error(name) is not None:
+            return Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
+        try:
+            info = await broker.create_topic(name, int(broker.config_value("num.partitions")), {})
+        except TopicError as exc:
+            info = broker.topic(name)  # created meanwhile by another request?
+            if info is None:
+                return Topic(error_code=exc.error_code, name=name)
+        return _describe(info)
+    return Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID)
+
+
+def _describe(info: TopicInfo) -> Topic:
+    return Topic(
+        error_code=ErrorCode.NONE,
+        name=info.name,
+        topic_id=info.topic_id,
+        is_internal=info.internal,
+        partitions=[
+            Partition(
+                error_code=ErrorCode.NONE,
+                partition_index=p.index,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr),
+                offline_replicas=list(p.offline),
+            )
+            for p in info.partitions
+        ],
+    )

@@ -1,0 +1,66 @@
+"""The API table: api key -> handler and the versions we answer, per plane.
+
+Owns: ``ApiEntry``, ``ApiTable`` and ``API_TABLE``. The table is the single source for
+ApiVersions and for what the network layer accepts: a key not in a plane's table closes the
+connection, a version outside its range is UNSUPPORTED_VERSION. Control-only APIs (the
+inter-broker control requests) are served on the control-plane listener only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol import messages
+from ..protocol.api import ApiSpec
+from ..protocol.schema import VersionRange
+from . import api_versions, metadata
+from .context import RequestContext
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiEntry:
+    spec: ApiSpec
+    handler: Handler
+    control_only: bool = False
+
+    @property
+    def versions(self) -> VersionRange:
+        return self.spec.versions
+
+
+class ApiTable:
+    def __init__(self, entries: list[ApiEntry]) -> None:
+        self._entries = {e.spec.key: e for e in entries}
+
+    def get(self, api_key: int) -> ApiEntry | None:
+        return self._entries.get(api_key)
+
+    def entries(self) -> list[ApiEntry]:
+        return [self._entries[k] for k in sorted(self._entries)]
+
+    def with_handler(self, api_key: int, handler: Handler) -> ApiTable:
+        """A copy of the table with one handler replaced (for tests and extensions)."""
+        entries = [
+            ApiEntry(e.spec, handler, e.control_only) if e.spec.key == api_key else e
+            for e in self.entries()
+        ]
+        return ApiTable(entries)
+
+    def versions(self, plane: str) -> dict[int, VersionRange]:
+        return {
+            key: e.versions
+            for key, e in sorted(self._entries.items())
+            if plane == "control" or not e.control_only
+        }
+
+
+API_TABLE = ApiTable(
+    [
+        ApiEntry(messages.api_versions.SPEC, api_versions.handle),
+        ApiEntry(messages.metadata.SPEC, metadata.handle),
+    ]
+)

@@ -1,0 +1,85 @@
+"""Runs one request through the API table and turns the outcome into a response action.
+
+Owns: ``RequestHandler.handle`` (what each handler task calls) and ``complete`` (also
+called by the purgatory when a delayed operation finishes). Responses are encoded here, on
+the handler side, as Kafka's handlers serialize their responses; the processor only writes
+bytes. A handler that raises is a broker bug: it is logged with the request and the
+connection is closed (the client retries), never left hanging.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from ..apis.context import Deferred, RequestContext
+from ..apis.services import BrokerView
+from ..apis.table import ApiTable
+from ..network import actions as act
+from ..network.request import Request
+from ..protocol.header import encode_response
+from ..protocol.primitives import parts_length
+
+log = logging.getLogger("trio_broker.server")
+
+
+class RequestHandler:
+    def __init__(self, table: ApiTable, broker: BrokerView) -> None:
+        self.table = table
+        self.broker = broker
+
+    def context_for(self, request: Request) -> RequestContext:
+        conn = request.connection
+        header = request.header
+        return RequestContext(
+            api_key=header.api_key,
+            api_version=header.api_version,
+            correlation_id=header.correlation_id,
+            client_id=header.client_id,
+            client_host=conn.remote[0],
+            listener=conn.listener.name,
+            security_protocol=conn.listener.spec.security_protocol,
+            principal=conn.principal,
+            plane=request.plane,
+            broker=self.broker,
+        )
+
+    async def handle(self, request: Request) -> None:
+        request.times.dequeue_ns = time.monotonic_ns()
+        entry = self.table.get(request.spec.key)
+        if entry is None:  # the network layer only lets in keys of the table
+            self._close(request, "no handler")
+            return
+        ctx = self.context_for(request)
+        request.context["ctx"] = ctx
+        try:
+            result = await entry.handler(ctx, request.body)
+        except Exception:
+            log.exception("handler failed on %r from %s", request, request.connection.remote_str)
+            self._close(request, "handler error")
+            return
+        request.times.api_local_complete_ns = time.monotonic_ns()
+        if isinstance(result, Deferred):
+            return
+        self.complete(request, result)
+
+    def complete(self, request: Request, response: Any) -> None:
+        """Send ``response`` (a response body, or None for no response) to the client."""
+        processor = request.connection.processor
+        if response is None:
+            processor.send_response(act.NoOpResponse(request))
+            return
+        ctx: RequestContext = request.context["ctx"]
+        try:
+            parts = encode_response(
+                request.spec, ctx.response_version, ctx.correlation_id, response
+            )
+        except Exception:
+            log.exception("cannot encode the response to %r", request)
+            self._close(request, "response encoding error")
+            return
+        processor.send_response(act.SendResponse(request, parts, parts_length(parts)))
+
+    def _close(self, request: Request, reason: str) -> None:
+        request.connection.processor.send_response(act.CloseConnectionResponse(request, reason))
