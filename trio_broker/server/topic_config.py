@@ -1,0 +1,144 @@
+"""Topic-level configuration, under Kafka's topic config names (LogConfig's).
+
+Owns: the topic definition table (``TOPIC_CONFIG_DEF``) with, for each key, the broker key
+it defaults from (``TOPIC_BROKER_KEYS``: ``retention.ms`` <- ``log.retention.ms``, ...);
+``validate_topic_configs``, which CreateTopics and AlterConfigs use to check a topic's
+overrides (its ``ConfigError`` message is what they send back with INVALID_CONFIG); and
+``effective_topic_config``, which DescribeConfigs uses: every key's value with its source
+(TOPIC_CONFIG, or the broker's DYNAMIC_BROKER_CONFIG / STATIC_BROKER_CONFIG /
+DEFAULT_CONFIG) and flags. Types and validators are those of the broker key, so a value
+valid for one is valid for the other. Pure functions; no I/O.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from .config import BROKER_CONFIG_DEF, BrokerConfig
+from .configdef import HIDDEN, ConfigEntry, ConfigError, ConfigKey, ConfigSource, looks_sensitive
+
+__all__ = [
+    "TOPIC_BROKER_KEYS",
+    "TOPIC_CONFIG_DEF",
+    "effective_topic_config",
+    "validate_topic_configs",
+]
+
+_TOPIC_KEYS: tuple[tuple[str, str, str], ...] = (
+    # (topic key, broker key it defaults from, doc)
+    ("retention.ms", "log.retention.ms", "Age at which old segments are deleted; -1: never."),
+    (
+        "retention.bytes",
+        "log.retention.bytes",
+        "Partition size beyond which old segments are deleted; -1: no limit.",
+    ),
+    ("segment.bytes", "log.segment.bytes", "Segment size before a new one is rolled."),
+    ("segment.ms", "log.roll.ms", "Segment age before a new one is rolled."),
+    ("segment.index.bytes", "log.index.size.max.bytes", "Largest offset index file."),
+    ("index.interval.bytes", "log.index.interval.bytes", "Bytes between offset index entries."),
+    ("flush.messages", "log.flush.interval.messages", "Records appended before an fsync."),
+    ("flush.ms", "log.flush.interval.ms", "Most time appended data waits for an fsync."),
+    ("max.message.bytes", "message.max.bytes", "Largest record batch accepted."),
+    (
+        "message.timestamp.type",
+        "log.message.timestamp.type",
+        "Record timestamps: CreateTime (the producer's) or LogAppendTime (the broker's).",
+    ),
+    ("cleanup.policy", "log.cleanup.policy", "What happens to old segments; only delete."),
+    (
+        "min.insync.replicas",
+        "min.insync.replicas",
+        "In-sync replicas an acks=all produce needs.",
+    ),
+    (
+        "compression.type",
+        "compression.type",
+        "Compression of stored batches; only producer (kept as sent).",
+    ),
+    (
+        "file.delete.delay.ms",
+        "log.segment.delete.delay.ms",
+        "Wait before deleting a file removed from the log.",
+    ),
+    (
+        "unclean.leader.election.enable",
+        "unclean.leader.election.enable",
+        "Whether an out-of-sync replica may become leader.",
+    ),
+)
+
+
+def _topic_key(name: str, broker_key: str, doc: str) -> ConfigKey:
+    broker = BROKER_CONFIG_DEF[broker_key]
+    return ConfigKey(name, broker.type, None, doc, broker.validator, dynamic=True)
+
+
+TOPIC_CONFIG_DEF: Mapping[str, ConfigKey] = MappingProxyType(
+    {name: _topic_key(name, broker_key, doc) for name, broker_key, doc in _TOPIC_KEYS}
+)
+"""Every topic key, by name. Defaults are ``None``: a topic's default is a broker value."""
+
+TOPIC_BROKER_KEYS: Mapping[str, str] = MappingProxyType(
+    {name: broker_key for name, broker_key, _ in _TOPIC_KEYS}
+)
+"""For each topic key, the broker key that supplies its default."""
+
+_TOPIC_KEY_OF_BROKER_KEY = {b: t for t, b in TOPIC_BROKER_KEYS.items() if b != t}
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
+    """Check a topic's config overrides and return them typed.
+
+    A ``None`` value (or an empty one) stays ``None``: no override, the broker default
+    applies. Raises ``ConfigError`` naming the key and the value for an unknown key or a
+    bad value.
+    """
+    result: dict[str, Any] = {}
+    for name, raw in configs.items():
+        key = TOPIC_CONFIG_DEF.get(name)
+        if key is None:
+            raise _unknown(name, raw)
+        result[name] = None if raw is None else key.parse(raw)
+    return result
+
+
+def effective_topic_config(
+    broker_cfg: BrokerConfig, overrides: Mapping[str, str | None]
+) -> dict[str, ConfigEntry]:
+    """Every topic key's effective value, where it came from, and its flags.
+
+    ``overrides`` are the topic's own settings (as text, as CreateTopics/AlterConfigs gave
+    them); any other key takes the broker's value for its broker key, with the broker's
+    source for it. Raises ``ConfigError`` if an override is invalid.
+    """
+    typed = validate_topic_configs(overrides)
+    entries: dict[str, ConfigEntry] = {}
+    for name, key in TOPIC_CONFIG_DEF.items():
+        value = typed.get(name)
+        if value is not None:
+            source = ConfigSource.TOPIC_CONFIG
+        else:
+            broker_key = TOPIC_BROKER_KEYS[name]
+            value = broker_cfg[broker_key]
+            source = broker_cfg.source(broker_key)
+        entries[name] = ConfigEntry(
+            name=name,
+            value=value,
+            source=source,
+            is_sensitive=key.sensitive,
+            read_only=False,
+        )
+    return entries
+
+
+def _unknown(name: str, raw: str | None) -> ConfigError:
+    shown = HIDDEN if raw is not None and looks_sensitive(name) else raw
+    reason = "unknown topic configuration key"
+    if name in _TOPIC_KEY_OF_BROKER_KEY:
+        reason += f" (the topic-level name of {name} is {_TOPIC_KEY_OF_BROKER_KEY[name]})"
+    elif close := difflib.get_close_matches(name, list(TOPIC_CONFIG_DEF), n=1):
+        reason += f" (did you mean {close[0]}?)"
+    return ConfigError(name, shown, reason)
