@@ -84,3 +84,10 @@ async def test_v12_finds_topics_by_id(run_broker) -> None:  # type: ignore[no-un
     req = MetadataRequest(topics=[MetadataRequest.Topic(topic_id=missing, name=None)])
     (t,) = (await client.request(req, 12)).topics
     assert (t.error_code, t.topic_id) == (ErrorCode.UNKNOWN_TOPIC_ID, missing)
+
+
+async def test_advertised_listeners_are_what_clients_are_told(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker({"advertised.listeners": "PLAINTEXT://kafka.example.test:19092"})
+    client = await AsyncWireClient.connect(address(broker))
+    response = await client.request(MetadataRequest(topics=[]), 9)
+    assert [(b.host, b.port) for b in response.brokers] == [("kafka.example.test", 19092)]

@@ -337,3 +337,15 @@ class Response(Message):
     """A response body."""
 
     __slots__ = ()
+
+
+def item_type(cls: type[Struct], field_name: str) -> Any:
+    """The struct class of an array (or struct) field: ``item_type(ProduceResponse,
+    "responses")``. Lets code build nested values without naming nested classes."""
+    for f in cls.__fields__:
+        if f.name == field_name:
+            t = f.type.item if isinstance(f.type, ArrayOf) else f.type
+            if isinstance(t, type):
+                return t
+            raise TypeError(f"{cls.__name__}.{field_name} holds {t}, not structs")
+    raise AttributeError(f"{cls.__name__} has no field {field_name}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import socket
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -183,6 +184,21 @@ class Broker:
             data["admin"] = self.admin_url
         write_atomically(self.data_dir / "listeners.json", json.dumps(data, indent=1))
 
+    # ------------------------------------------------------------------ metrics
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        """The JSON metrics snapshot (schema ``trio-broker.metrics/1``; the metrics issue
+        fills it in)."""
+        return {
+            "schema": "trio-broker.metrics/1",
+            "broker_id": self.broker_id,
+            "uptime_s": (time.monotonic_ns() - self.started_ns) / 1e9,
+        }
+
+    def prometheus_text(self) -> bytes:
+        """The same figures in Prometheus' text format (the metrics issue fills it in)."""
+        return b""
+
     # ----------------------------------------------------------- BrokerView
 
     @property
@@ -193,11 +209,14 @@ class Broker:
         return self.config[key]
 
     def endpoints(self, listener: str) -> Sequence[BrokerEndpoint]:
-        advertised = {lc.name: lc for lc in self.config.advertised_listeners}
-        if listener in advertised:
-            host, port = advertised[listener].host, advertised[listener].port
-        else:
-            host, port = self.socket_server.listener(listener).bound[0]
+        # advertised.listeners (or, when unset, listeners) with port 0 or no host filled
+        # in from the address actually bound.
+        adv = self.config.advertised_listener(listener)
+        bound_host, bound_port = self.socket_server.listener(listener).bound[0]
+        if bound_host in ("0.0.0.0", "::"):
+            bound_host = socket.gethostname()
+        host = adv.host if adv is not None and adv.host else bound_host
+        port = adv.port if adv is not None and adv.port else bound_port
         return [BrokerEndpoint(self.broker_id, host, port)]
 
     def api_versions(self, plane: str) -> Sequence[tuple[int, int, int]]:
