@@ -38,6 +38,16 @@ class RequestContext:
             self.response_version = self.api_version
 
 
+class CloseConnection:
+    """Returned by a handler whose client must see a disconnect instead of a response
+    (a Produce with acks=0 that failed: the client reads no responses, so Kafka closes)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
 class Deferred:
     """Returned by a handler whose response a delayed operation will send later."""
 

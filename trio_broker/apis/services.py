@@ -77,3 +77,51 @@ class BrokerView(Protocol):
     ) -> TopicInfo:
         """Create a topic (raises ``TopicError``)."""
         ...
+
+
+@dataclass(slots=True)
+class WriteResult:
+    """The outcome of appending one partition's records (Produce)."""
+
+    error_code: int = 0
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ReadResult:
+    """The outcome of reading one partition (Fetch): records leave as buffers or file
+    regions, never decoded."""
+
+    error_code: int = 0
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: Any = None  # None, bytes, or a list of buffers / file regions
+    size: int = 0
+
+
+class PartitionView(Protocol):
+    """What the data path handlers ask of the broker's partitions."""
+
+    async def produce(
+        self, topic: str, partition: int, records: memoryview | None, acks: int
+    ) -> WriteResult: ...
+
+    async def read(
+        self,
+        topic: str,
+        partition: int,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool,
+        committed_only: bool,
+    ) -> ReadResult: ...
+
+    def bytes_after(self, topic: str, partition: int, offset: int) -> int:
+        """A cheap estimate of how many bytes lie after ``offset`` (for delayed fetches)."""
+        ...

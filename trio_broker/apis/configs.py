@@ -1,0 +1,79 @@
+"""DescribeConfigs v1-v4: a topic's or the broker's effective configuration.
+
+Topic entries carry their source (TOPIC_CONFIG for the topic's own overrides, else the
+broker key's source); broker entries are read-only unless dynamic. Sensitive values are
+never sent (null, is_sensitive true). ``configuration_keys`` null means every key; an
+unknown key is simply absent, as in Kafka. A broker resource is named by this broker's id,
+or empty for the cluster default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol.api import ApiKey, spec_for
+from ..protocol.errors import ErrorCode
+from ..protocol.schema import item_type
+from .context import RequestContext
+
+_SPEC = spec_for(ApiKey.DescribeConfigs)
+assert _SPEC is not None
+DescribeConfigsResponse: Any = _SPEC.response
+Result: Any = item_type(DescribeConfigsResponse, "results")
+Entry: Any = item_type(Result, "configs")
+Synonym: Any = item_type(Entry, "synonyms")
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+# DescribeConfigsResponse.ConfigType
+_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    results = []
+    for res in req.resources:
+        result = Result(
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            resource_type=res.resource_type,
+            resource_name=res.resource_name,
+        )
+        results.append(result)
+        if res.resource_type == TOPIC:
+            if broker.topic(res.resource_name) is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_message = f"topic {res.resource_name!r} does not exist"
+                continue
+            entries = broker.topic_config_entries(res.resource_name)
+        elif res.resource_type == BROKER:
+            if res.resource_name not in ("", str(broker.broker_id)):
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = f"this is broker {broker.broker_id}, not {res.resource_name}"
+                continue
+            entries = broker.broker_config_entries()
+        else:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"resource type {res.resource_type} is not supported"
+            continue
+        keys = res.configuration_keys
+        result.configs = [
+            Entry(
+                name=e.name,
+                value=e.text,
+                read_only=e.read_only,
+                config_source=int(e.source),
+                is_default=int(e.source) == 5,
+                is_sensitive=e.is_sensitive,
+                synonyms=[Synonym(name=e.name, value=e.text, source=int(e.source))]
+                if req.include_synonyms
+                else [],
+                config_type=_TYPES.get(broker.config_type_name(e.name, res.resource_type), 0),
+                documentation=broker.config_doc(e.name, res.resource_type)
+                if req.include_documentation
+                else None,
+            )
+            for e in entries.values()
+            if keys is None or e.name in keys
+        ]
+    return DescribeConfigsResponse(throttle_time_ms=ctx.throttle_time_ms, results=results)

@@ -1,0 +1,32 @@
+"""DeleteRecords v0-v2: move a partition's log start offset forward (-1: to the end)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol.api import ApiKey, spec_for
+from ..protocol.schema import item_type
+from .context import RequestContext
+
+_SPEC = spec_for(ApiKey.DeleteRecords)
+assert _SPEC is not None
+DeleteRecordsResponse: Any = _SPEC.response
+TopicResult: Any = item_type(DeleteRecordsResponse, "topics")
+PartitionResult: Any = item_type(TopicResult, "partitions")
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    topics = []
+    for t in req.topics:
+        partitions = []
+        for p in t.partitions:
+            error, low_watermark = await ctx.broker.delete_records(
+                t.name, p.partition_index, p.offset
+            )
+            partitions.append(
+                PartitionResult(
+                    partition_index=p.partition_index, low_watermark=low_watermark, error_code=error
+                )
+            )
+        topics.append(TopicResult(name=t.name, partitions=partitions))
+    return DeleteRecordsResponse(throttle_time_ms=ctx.throttle_time_ms, topics=topics)

@@ -1,0 +1,139 @@
+"""Fetch v4-v13: read record batches as they are stored, waiting in the purgatory.
+
+Limits: ``max_bytes`` over the whole response and ``partition_max_bytes`` per partition;
+the first batch of the first partition that has data is returned even when it is larger,
+so a consumer never gets stuck behind a big batch. If less than ``min_bytes`` is available
+and ``max_wait_ms`` > 0, the request is parked in the purgatory (no handler task waits):
+it completes when enough bytes arrive or when the wait runs out, and reads again then.
+Fetch sessions (KIP-227) are declined the way the KIP allows: a request to open one gets
+session id 0, so the client keeps sending full fetches; an incremental fetch for an
+unknown session gets FETCH_SESSION_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol.api import ApiKey, spec_for
+from ..protocol.errors import ErrorCode
+from ..protocol.schema import ZERO_UUID, item_type
+from .context import RequestContext
+from .services import ReadResult
+
+_SPEC = spec_for(ApiKey.Fetch)
+assert _SPEC is not None
+FetchResponse: Any = _SPEC.response
+TopicResponse: Any = item_type(FetchResponse, "responses")
+PartitionData: Any = item_type(TopicResponse, "partitions")
+
+READ_COMMITTED = 1
+
+
+@dataclass(slots=True)
+class _Wanted:
+    topic: str | None
+    topic_id: Any
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    v = ctx.api_version
+    if v >= 7 and (req.session_id != 0 or req.session_epoch > 0):
+        return FetchResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+            session_id=0,
+        )
+    wanted: list[_Wanted] = []
+    for t in req.topics:
+        if v >= 13:
+            info = broker.topic_by_id(t.topic_id)
+            name = info.name if info is not None else None
+        else:
+            name = t.topic
+        for p in t.partitions:
+            wanted.append(
+                _Wanted(name, t.topic_id if v >= 13 else ZERO_UUID, p.partition, p.fetch_offset,
+                        p.partition_max_bytes)
+            )
+    committed = v >= 4 and req.isolation_level == READ_COMMITTED
+    max_bytes = req.max_bytes
+
+    async def read_all() -> list[ReadResult]:
+        remaining = max_bytes
+        results = []
+        got_data = False
+        for w in wanted:
+            if w.topic is None:
+                results.append(ReadResult(ErrorCode.UNKNOWN_TOPIC_ID))
+                continue
+            result = await broker.read(
+                w.topic,
+                w.partition,
+                w.fetch_offset,
+                max(0, min(w.max_bytes, remaining)),
+                min_one=not got_data,
+                committed_only=committed,
+            )
+            remaining -= result.size
+            got_data = got_data or result.size > 0
+            results.append(result)
+        return results
+
+    def respond(results: list[ReadResult]) -> Any:
+        return FetchResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            error_code=ErrorCode.NONE,
+            session_id=0,
+            responses=_group(wanted, results, v),
+        )
+
+    results = await read_all()
+    available = sum(r.size for r in results)
+    errors = any(r.error_code != ErrorCode.NONE for r in results)
+    if req.max_wait_ms <= 0 or available >= req.min_bytes or errors or not wanted:
+        return respond(results)
+
+    def ready() -> bool:
+        total = 0
+        for w in wanted:
+            assert w.topic is not None
+            total += broker.bytes_after(w.topic, w.partition, w.fetch_offset)
+            if total >= req.min_bytes:
+                return True
+        return False
+
+    async def complete(expired: bool) -> Any:
+        return respond(await read_all())
+
+    keys = [(w.topic, w.partition) for w in wanted]
+    return broker.defer(ctx, keys=keys, timeout_ms=req.max_wait_ms, ready=ready, complete=complete)
+
+
+def _group(wanted: list[_Wanted], results: list[ReadResult], version: int) -> list[Any]:
+    """Responses per topic, in request order."""
+    topics: list[Any] = []
+    current: Any = None
+    last_key: Any = object()
+    for w, r in zip(wanted, results, strict=True):
+        key = w.topic_id if version >= 13 else w.topic
+        if key != last_key:
+            current = TopicResponse(topic=w.topic or "", topic_id=w.topic_id, partitions=[])
+            topics.append(current)
+            last_key = key
+        current.partitions.append(
+            PartitionData(
+                partition_index=w.partition,
+                error_code=r.error_code,
+                high_watermark=r.high_watermark,
+                last_stable_offset=r.last_stable_offset,
+                log_start_offset=r.log_start_offset,
+                aborted_transactions=[] if r.error_code == ErrorCode.NONE else None,
+                records=r.records if r.records is not None else b"",
+            )
+        )
+    return topics

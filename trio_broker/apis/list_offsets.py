@@ -1,0 +1,45 @@
+"""ListOffsets v1-v7: earliest, latest, by timestamp, and the max-timestamp offset.
+
+Special timestamps, as Kafka: -2 the log start offset, -1 the latest offset (the high
+watermark, or the last stable offset under read_committed), -3 the offset of the record
+with the largest timestamp (v7+). A timestamp >= 0 finds the first offset whose batch has
+a timestamp at or after it; none: offset -1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol.api import ApiKey, spec_for
+from ..protocol.schema import item_type
+from .context import RequestContext
+
+_SPEC = spec_for(ApiKey.ListOffsets)
+assert _SPEC is not None
+ListOffsetsResponse: Any = _SPEC.response
+TopicResponse: Any = item_type(ListOffsetsResponse, "topics")
+PartitionResponse: Any = item_type(TopicResponse, "partitions")
+
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+
+
+async def handle(ctx: RequestContext, req: Any) -> Any:
+    committed = ctx.api_version >= 2 and req.isolation_level == 1
+    topics = []
+    for t in req.topics:
+        partitions = []
+        for p in t.partitions:
+            error, offset, timestamp, epoch = await ctx.broker.list_offset(
+                t.name, p.partition_index, p.timestamp, committed_only=committed
+            )
+            partitions.append(
+                PartitionResponse(
+                    partition_index=p.partition_index,
+                    error_code=error,
+                    timestamp=timestamp,
+                    offset=offset,
+                    leader_epoch=epoch,
+                )
+            )
+        topics.append(TopicResponse(name=t.name, partitions=partitions))
+    return ListOffsetsResponse(throttle_time_ms=ctx.throttle_time_ms, topics=topics)

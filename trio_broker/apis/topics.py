@@ -1,0 +1,147 @@
+"""Topic administration: CreateTopics v2-v7, DeleteTopics v1-v6, CreatePartitions v0-v3.
+
+One broker holds every replica, so a replication factor other than 1 (or -1, "the
+default") is INVALID_REPLICATION_FACTOR and a manual assignment must name broker
+``broker.id`` only. Topic configs are checked against Kafka's topic config names; an
+unknown or invalid one is INVALID_CONFIG with a message naming it. ``validate_only`` runs
+every check and creates nothing. A topic named twice in one request is INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..protocol.api import ApiKey, spec_for
+from ..protocol.errors import ErrorCode
+from ..protocol.schema import ZERO_UUID, item_type
+from .context import RequestContext
+from .services import TopicError
+
+_CREATE = spec_for(ApiKey.CreateTopics)
+_DELETE = spec_for(ApiKey.DeleteTopics)
+_PARTITIONS = spec_for(ApiKey.CreatePartitions)
+assert _CREATE is not None and _DELETE is not None and _PARTITIONS is not None
+CreateTopicsResponse: Any = _CREATE.response
+CreatableTopicResult: Any = item_type(CreateTopicsResponse, "topics")
+CreatableTopicConfigs: Any = item_type(CreatableTopicResult, "configs")
+DeleteTopicsResponse: Any = _DELETE.response
+DeletableTopicResult: Any = item_type(DeleteTopicsResponse, "responses")
+CreatePartitionsResponse: Any = _PARTITIONS.response
+CreatePartitionsTopicResult: Any = item_type(CreatePartitionsResponse, "results")
+
+
+def _assignment_error(ctx: RequestContext, broker_lists: list[list[int]]) -> str | None:
+    me = ctx.broker.broker_id
+    for ids in broker_lists:
+        if ids != [me]:
+            return f"every replica must be on broker {me} (the only broker), got {ids}"
+    return None
+
+
+async def create_topics(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    counts = Counter(t.name for t in req.topics)
+    results = []
+    for t in req.topics:
+        result = CreatableTopicResult(name=t.name, error_code=ErrorCode.NONE)
+        results.append(result)
+        if counts[t.name] > 1:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"topic {t.name!r} appears more than once in the request"
+            continue
+        num_partitions = t.num_partitions
+        rf = t.replication_factor
+        if t.assignments:
+            if num_partitions != -1 or rf != -1:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = "give either assignments or partitions and replication"
+                continue
+            problem = _assignment_error(ctx, [a.broker_ids for a in t.assignments])
+            if problem is not None:
+                result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+                result.error_message = problem
+                continue
+            num_partitions = len(t.assignments)
+        if num_partitions == -1:
+            num_partitions = int(broker.config_value("num.partitions"))
+        if rf == -1:
+            rf = int(broker.config_value("default.replication.factor"))
+        if rf != 1:
+            result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+            result.error_message = f"replication factor {rf} is larger than 1, the broker count"
+            continue
+        configs = {c.name: c.value for c in t.configs}
+        try:
+            info = await broker.create_topic(
+                t.name, num_partitions, configs, validate_only=req.validate_only
+            )
+        except TopicError as exc:
+            result.error_code = exc.error_code
+            result.error_message = exc.message
+            continue
+        result.topic_id = info.topic_id if not req.validate_only else ZERO_UUID
+        result.num_partitions = num_partitions
+        result.replication_factor = rf
+        result.configs = [
+            CreatableTopicConfigs(
+                name=e.name,
+                value=e.text,
+                read_only=e.read_only,
+                config_source=int(e.source),
+                is_sensitive=e.is_sensitive,
+            )
+            for e in broker.topic_config_entries(t.name, configs).values()
+        ]
+    return CreateTopicsResponse(throttle_time_ms=ctx.throttle_time_ms, topics=results)
+
+
+async def delete_topics(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    wanted: list[tuple[str | None, Any]] = (
+        [(t.name, t.topic_id) for t in req.topics]
+        if ctx.api_version >= 6
+        else [(name, ZERO_UUID) for name in req.topic_names]
+    )
+    results = []
+    for name, topic_id in wanted:
+        info = broker.topic(name) if name is not None else broker.topic_by_id(topic_id)
+        result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE)
+        results.append(result)
+        if info is None:
+            result.error_code = (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
+            )
+            continue
+        result.name, result.topic_id = info.name, info.topic_id
+        try:
+            await broker.delete_topic(info.name)
+        except TopicError as exc:
+            result.error_code = exc.error_code
+            result.error_message = exc.message
+    return DeleteTopicsResponse(throttle_time_ms=ctx.throttle_time_ms, responses=results)
+
+
+async def create_partitions(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    counts = Counter(t.name for t in req.topics)
+    results = []
+    for t in req.topics:
+        result = CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.NONE)
+        results.append(result)
+        if counts[t.name] > 1:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"topic {t.name!r} appears more than once in the request"
+            continue
+        if t.assignments is not None:
+            problem = _assignment_error(ctx, [a.broker_ids for a in t.assignments])
+            if problem is not None:
+                result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+                result.error_message = problem
+                continue
+        try:
+            await broker.create_partitions(t.name, t.count, validate_only=req.validate_only)
+        except TopicError as exc:
+            result.error_code = exc.error_code
+            result.error_message = exc.message
+    return CreatePartitionsResponse(throttle_time_ms=ctx.throttle_time_ms, results=results)
