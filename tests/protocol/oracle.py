@@ -1,35 +1,80 @@
-"""Test-only oracles for the codec: Kafka's JSON schemas (as shipped in kafka-python),
-kafka-python's encoder/decoder and kio's. Nothing here is used by the broker at run time.
+"""Test-only oracles for the codec: Kafka's JSON schemas (as shipped in kafka-python, plus
+Kafka 3.9's for the controller APIs 4.0 removed), kafka-python's encoder/decoder and kio's.
+Nothing here is used by the broker at run time.
 
-- ``kafka_schema(name)``: Kafka's JSON message definition, the specification.
+- ``kafka_schema(name)``: Kafka's JSON message definition, the specification, with its
+  ``commonStructs`` resolved in place.
 - ``structure(cls, version)`` / ``kafka_structure(json, version)``: the fields a version
-  has, in order, with type, nullability and tag, so our declaration can be compared with
-  Kafka's version by version.
+  has, in order, with type, nullability, tag, default and ignorability, so our
+  declaration can be compared with Kafka's version by version.
 - ``sample(cls, version, variant)``: an instance of one of our messages where every field
   that exists in ``version`` holds a non-default value (variant 0) or its edge value:
   null where nullable, empty arrays, negative numbers (variant 1).
-- ``to_kafka_python(obj, kp_cls, version)``: the same value as a kafka-python object.
+- ``to_kafka_python(obj, kp_cls, json_fields, version)``: the same value as a
+  kafka-python object.
+- ``to_kio(obj, kio_cls)``: the same value as a kio entity (frozen dataclasses).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import datetime
+import functools
 import json
 import re
+import types
+import typing
 import uuid
 from pathlib import Path
 from typing import Any
 
 import kafka.protocol
+from kafka.protocol.api_message import ApiMessage
 
-from trio_broker.protocol.schema import ArrayOf, Message, Struct, VersionRange
+from trio_broker.protocol.schema import (
+    ArrayOf,
+    FieldSpec,
+    Message,
+    Request,
+    Struct,
+    VersionRange,
+)
+
+from . import kafka3_schemas
 
 RESOURCES = Path(kafka.protocol.__file__).parent / "schemas" / "resources"
+# Kafka 3.9's definitions of the controller APIs that Kafka 4.0 removed (LeaderAndIsr,
+# StopReplica, UpdateMetadata): kafka-python 3 does not ship them.
+KAFKA3_RESOURCES = Path(kafka3_schemas.__file__).parent
+
+
+def schema_path(name: str) -> Path:
+    path = RESOURCES / f"{name}.json"
+    return path if path.exists() else KAFKA3_RESOURCES / f"{name}.json"
+
+
+@functools.cache
+def _load_schema(name: str) -> dict[str, Any]:
+    text = re.sub(r"^\s*//.*$", "", schema_path(name).read_text(), flags=re.M)
+    schema: dict[str, Any] = json.loads(text)
+    common = {s["name"]: s["fields"] for s in schema.get("commonStructs", ())}
+    _resolve_common(schema["fields"], common)
+    return schema
 
 
 def kafka_schema(name: str) -> dict[str, Any]:
-    text = (RESOURCES / f"{name}.json").read_text()
-    text = re.sub(r"^\s*//.*$", "", text, flags=re.M)
-    return json.loads(text)  # type: ignore[no-any-return]
+    """Kafka's definition of message ``name``; references to common structs are inlined."""
+    return copy.deepcopy(_load_schema(name))
+
+
+def _resolve_common(fields: list[dict[str, Any]], common: dict[str, Any]) -> None:
+    for f in fields:
+        item = f["type"].removeprefix("[]")
+        if "fields" not in f and item in common:
+            f["fields"] = copy.deepcopy(common[item])
+        if "fields" in f:
+            _resolve_common(f["fields"], common)
 
 
 def norm(name: str) -> str:
@@ -40,21 +85,67 @@ def _versions(text: str | None, default: str = "none") -> VersionRange:
     return VersionRange.parse(text if text is not None else default)
 
 
+# ------------------------------------------------------------------- structure check
+
+_IMPLICIT = {
+    "bool": False,
+    "string": "",
+    "bytes": b"",
+    "float64": 0.0,
+    "records": None,
+    "uuid": uuid.UUID(int=0),
+}
+
+
+def _json_default(f: dict[str, Any]) -> Any:
+    """A JSON field's default as our declarations express it."""
+    typ: str = f["type"]
+    raw = f.get("default")
+    if typ.startswith("[]"):
+        return None if raw == "null" else "[]"
+    if "fields" in f:
+        return None if raw == "null" else "struct"
+    if raw is None:
+        return _IMPLICIT.get(typ, 0)
+    raw = str(raw)
+    if raw == "null":
+        return None
+    if typ == "bool":
+        return raw.lower() == "true"
+    if typ == "string":
+        return raw
+    if typ == "float64":
+        return float(raw)
+    return int(raw, 0)
+
+
+def _our_default(f: FieldSpec) -> Any:
+    if f.default_factory is list:
+        return "[]"
+    if f.default_factory is not None:
+        return "struct"
+    return f.default
+
+
 def kafka_structure(fields: list[dict[str, Any]], version: int, flexible: bool) -> list[Any]:
     out: list[Any] = []
     for f in fields:
         if version not in _versions(f.get("versions")):
             continue
         tagged = "tag" in f and version in _versions(f.get("taggedVersions"), f["versions"])
-        nullable = version in _versions(f.get("nullableVersions"))
-        typ = f["type"]
-        entry: list[Any] = [norm(f["name"]), typ.removeprefix("[]") if "fields" in f else typ]
-        entry.append(typ.startswith("[]"))
-        entry.append(nullable)
-        entry.append(f["tag"] if tagged and flexible else None)
-        if "fields" in f:
-            entry.append(kafka_structure(f["fields"], version, flexible))
-        out.append(entry)
+        typ: str = f["type"]
+        out.append(
+            (
+                norm(f["name"]),
+                None if "fields" in f else typ,
+                typ.startswith("[]"),
+                version in _versions(f.get("nullableVersions")),
+                f["tag"] if tagged and flexible else None,
+                _json_default(f),
+                bool(f.get("ignorable", False)),
+                kafka_structure(f["fields"], version, flexible) if "fields" in f else None,
+            )
+        )
     return out
 
 
@@ -66,28 +157,19 @@ def our_structure(cls: type[Struct], version: int, flexible: bool) -> list[Any]:
         t = f.type
         is_array = isinstance(t, ArrayOf)
         item = t.item if isinstance(t, ArrayOf) else t
-        entry: list[Any] = [norm(f.name)]
-        if isinstance(item, type):
-            entry.append(None)  # struct type names are ours to choose
-        else:
-            entry.append(f"[]{item}" if is_array else item)
-        entry.append(is_array)
-        entry.append(version in f.nullable)
-        entry.append(f.tag if flexible and f.is_tagged_in(version) else None)
-        if isinstance(item, type):
-            entry.append(our_structure(item, version, flexible))
-        out.append(entry)
-    return out
-
-
-def strip_struct_names(structure: list[Any]) -> list[Any]:
-    out = []
-    for entry in structure:
-        entry = list(entry)
-        if len(entry) == 6:
-            entry[1] = None
-            entry[5] = strip_struct_names(entry[5])
-        out.append(entry)
+        is_struct = isinstance(item, type)
+        out.append(
+            (
+                norm(f.name),
+                None if is_struct else (f"[]{item}" if is_array else item),
+                is_array,
+                version in f.nullable,
+                f.tag if flexible and f.is_tagged_in(version) else None,
+                _our_default(f),
+                f.ignorable,
+                our_structure(item, version, flexible) if is_struct else None,  # type: ignore[arg-type]
+            )
+        )
     return out
 
 
@@ -113,7 +195,7 @@ def sample(cls: type[Struct], version: int, variant: int = 0, depth: int = 0) ->
     return cls(**kwargs)
 
 
-def _sample_value(f: Any, t: Any, version: int, variant: int, depth: int, i: int) -> Any:
+def _sample_value(f: FieldSpec, t: Any, version: int, variant: int, depth: int, i: int) -> Any:
     nullable = version in f.nullable
     if variant == 1 and nullable:
         return None
@@ -126,6 +208,9 @@ def _sample_value(f: Any, t: Any, version: int, variant: int, depth: int, i: int
         return [_primitive(item, 0, i + k) for k in range(3)]
     if isinstance(t, type):
         return sample(t, version, variant, depth + 1)
+    if f.name.endswith("error_code") and variant == 0:
+        # A real error code (kio decodes error codes into its ErrorCode enum).
+        return 36 + i
     return _primitive(t, variant, i)
 
 
@@ -151,12 +236,19 @@ def _primitive(t: str, variant: int, i: int) -> Any:
 # ------------------------------------------------------------------ kafka-python mapping
 
 
+@functools.cache
 def kafka_python_class(cls: type[Message]) -> Any:
-    import kafka.protocol.api_message as api_message
-
-    for sub in _all_subclasses(api_message.ApiMessage):
+    """kafka-python's class for our message ``cls`` (same name)."""
+    for sub in _all_subclasses(ApiMessage):
         if sub.__name__ == cls.__name__ and getattr(sub, "_class_version", None) is None:
             return sub
+    if (KAFKA3_RESOURCES / f"{cls.__name__}.json").exists():
+        # kafka-python builds its message classes from JSON at class creation; for the
+        # Kafka 3 controller APIs we hand it Kafka 3.9's JSON, so its codec (not ours) is
+        # still the second implementation.
+        return types.new_class(
+            cls.__name__, (ApiMessage,), {"load_json": kafka3_schemas}, lambda ns: None
+        )
     raise LookupError(cls.__name__)
 
 
@@ -202,3 +294,88 @@ def to_kafka_python(
             value = {bit for bit in range(32) if (value & 0xFFFFFFFF) >> bit & 1}
         kwargs[py_name] = value
     return kp_cls(version=version, **kwargs)
+
+
+# ---------------------------------------------------------------------------- kio mapping
+
+
+def kio_class(cls: type[Message], version: int) -> Any | None:
+    """kio's entity for our message ``cls`` at ``version``, or None if kio has none."""
+    from kio.index import KioIndexError, load_request_schema, load_response_schema
+
+    load = load_request_schema if issubclass(cls, Request) else load_response_schema
+    try:
+        return load(cls.api_key, version)
+    except KioIndexError:
+        return None
+
+
+@functools.cache
+def _kio_hints(kio_cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(kio_cls)
+
+
+def _kio_fields(kio_cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    return dataclasses.fields(kio_cls)
+
+
+def _matches(ours: str, theirs: str, kafka_type: str | None) -> bool:
+    """kio names fields as we do, except that it drops ``_ms`` from durations and times."""
+    if ours == theirs:
+        return True
+    return kafka_type is not None and (
+        kafka_type.startswith(("timedelta", "datetime")) and ours.removesuffix("_ms") == theirs
+    )
+
+
+def to_kio(obj: Struct, kio_cls: type, version: int) -> Any:
+    """``obj`` as an instance of the kio entity ``kio_cls`` (fields matched in order)."""
+    ours = [f for f in obj.__fields__ if f.exists_in(version)]
+    theirs = _kio_fields(kio_cls)
+    assert len(ours) == len(theirs), (
+        kio_cls.__name__,
+        [f.name for f in ours],
+        [f.name for f in theirs],
+    )
+    hints = _kio_hints(kio_cls)
+    kwargs = {}
+    for mine, kf in zip(ours, theirs, strict=True):
+        kafka_type = kf.metadata.get("kafka_type")
+        assert _matches(mine.name, kf.name, kafka_type), (kio_cls.__name__, mine.name, kf.name)
+        kwargs[kf.name] = _to_kio_value(
+            getattr(obj, mine.name), hints[kf.name], kafka_type, version
+        )
+    return kio_cls(**kwargs)
+
+
+def _strip_optional(hint: Any) -> tuple[Any, bool]:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        assert len(args) == 1, hint
+        return args[0], True
+    return hint, False
+
+
+def _to_kio_value(value: Any, hint: Any, kafka_type: str | None, version: int) -> Any:
+    from kio.schema.errors import ErrorCode
+    from kio.serial.readers import tz_aware_from_i64
+
+    hint, optional = _strip_optional(hint)
+    if value is None:
+        return None
+    if typing.get_origin(hint) is tuple:
+        item_hint = typing.get_args(hint)[0]
+        return tuple(_to_kio_value(v, item_hint, kafka_type, version) for v in value)
+    if dataclasses.is_dataclass(hint):
+        return to_kio(value, hint, version)  # type: ignore[arg-type]
+    if kafka_type in ("timedelta_i32", "timedelta_i64"):
+        return datetime.timedelta(milliseconds=value)
+    if kafka_type == "datetime_i64":
+        return None if optional and value == -1 else tz_aware_from_i64(value)
+    if kafka_type == "error_code":
+        return ErrorCode(value)
+    if kafka_type == "uuid":
+        return None if optional and value == uuid.UUID(int=0) else value
+    if kafka_type in ("records", "bytes"):
+        return bytes(value)
+    return value

@@ -1,14 +1,20 @@
 """Our codec against independent ones, for every API and version we register.
 
 1. Our declaration of each message has, version by version, exactly the fields of Kafka's
-   JSON definition (names, types, arrays, nullability, tags).
+   JSON definition (names, types, arrays, nullability, tags, defaults, ignorability).
 2. Our bytes equal kafka-python's bytes for the same value, and decoding kafka-python's
    bytes with our decoder gives back the value.
+3. Our bytes equal kio's bytes for the same value (for every message and version kio
+   has), kio decodes our bytes to that value, and we decode kio's bytes to ours.
 """
 
 from __future__ import annotations
 
+import io
+from typing import Any
+
 import pytest
+from kio.serial import entity_reader, entity_writer
 
 import trio_broker.protocol.messages  # noqa: F401  (registers every message)
 from trio_broker.protocol import codegen
@@ -20,10 +26,11 @@ from .oracle import (
     kafka_python_class,
     kafka_schema,
     kafka_structure,
+    kio_class,
     our_structure,
     sample,
-    strip_struct_names,
     to_kafka_python,
+    to_kio,
 )
 
 CASES = [
@@ -33,21 +40,33 @@ CASES = [
     for version in range(spec.min_version, spec.max_version + 1)
 ]
 
+# Messages and versions kio 0.6.5 does not have (its schemas are Kafka 4's, and it has
+# none of the removed controller APIs). Listed, not guessed: a test below checks this list
+# against kio, so a kio upgrade that adds them makes us use them.
+KIO_MISSING = {"LeaderAndIsr", "StopReplica", "UpdateMetadata"}
+
 
 def our_bytes(obj: Message, version: int) -> bytes:
-    parts: list = [bytearray()]
+    parts: list[Any] = [bytearray()]
     codegen.encoder(type(obj), version)(obj, parts)
     return join_parts(parts)
+
+
+def our_decode(cls: type[Message], version: int, data: bytes) -> Message:
+    decoded, end = codegen.decoder(cls, version)(data, memoryview(data), 0)
+    assert end == len(data)
+    return decoded  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize(("cls", "version"), CASES)
 def test_declaration_matches_kafka_json(cls: type[Message], version: int) -> None:
     schema = kafka_schema(cls.__name__)
     assert schema["apiKey"] == cls.api_key
+    assert version in VersionRange.parse(schema["validVersions"])
     flexible = cls.is_flexible(version)
     assert flexible == (version in VersionRange.parse(schema["flexibleVersions"]))
-    theirs = strip_struct_names(kafka_structure(schema["fields"], version, flexible))
-    ours = strip_struct_names(our_structure(cls, version, flexible))
+    theirs = kafka_structure(schema["fields"], version, flexible)
+    ours = our_structure(cls, version, flexible)
     assert ours == theirs
 
 
@@ -57,12 +76,31 @@ def test_bytes_match_kafka_python(cls: type[Message], version: int, variant: int
     schema = kafka_schema(cls.__name__)
     value = sample(cls, version, variant)
     ours = our_bytes(value, version)
-    theirs = bytes(
-        to_kafka_python(value, kafka_python_class(cls), schema["fields"], version).encode(
-            version=version, header=False
-        )
-    )
+    kp_value = to_kafka_python(value, kafka_python_class(cls), schema["fields"], version)
+    theirs = bytes(kp_value.encode(version=version, header=False))
     assert ours == theirs
-    decoded, end = codegen.decoder(cls, version)(theirs, memoryview(theirs), 0)
-    assert end == len(theirs)
+    decoded = our_decode(cls, version, theirs)
+    assert decoded == value
     assert our_bytes(decoded, version) == theirs
+
+
+@pytest.mark.parametrize("variant", [0, 1])
+@pytest.mark.parametrize(("cls", "version"), CASES)
+def test_bytes_match_kio(cls: type[Message], version: int, variant: int) -> None:
+    kio_cls = kio_class(cls, version)
+    api = cls.__name__.removesuffix("Request").removesuffix("Response")
+    if kio_cls is None:
+        assert api in KIO_MISSING, f"kio has no {cls.__name__} v{version}"
+        return
+    assert api not in KIO_MISSING
+    value = sample(cls, version, variant)
+    kio_value = to_kio(value, kio_cls, version)
+    buf = io.BytesIO()
+    entity_writer(kio_cls)(buf, kio_value)
+    theirs = buf.getvalue()
+    ours = our_bytes(value, version)
+    assert ours == theirs
+    read_back, size = entity_reader(kio_cls)(ours, 0)
+    assert size == len(ours)
+    assert read_back == kio_value
+    assert our_decode(cls, version, theirs) == value

@@ -336,7 +336,7 @@ def _decode_value(
 def _decode_tagged(
     src: _Src, env: dict[str, Any], tagged: list[FieldSpec], version: int, flexible: bool
 ) -> None:
-    """Emit the tagged-field section reader; unknown tags are skipped."""
+    """Emit the tagged-field section reader; unknown tags are skipped, known ones checked."""
     src("_nt = data[pos]")
     src("pos += 1")
     src("if _nt >= 0x80:")
@@ -354,6 +354,11 @@ def _decode_tagged(
             first = False
             with src.indent():
                 _decode_value(src, env, f, f.type, f"v_{f.name}", version, flexible)
+                # A known field's value fills its declared size exactly: reading past it
+                # would take bytes of the next tag, stopping short would drop some.
+                src("if pos != _end:")
+                with src.indent():
+                    src(f"raise _CorruptRequest('tagged field {f.name} does not fill its size')")
         src("pos = _end")
 
 

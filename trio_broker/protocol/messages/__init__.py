@@ -3,6 +3,38 @@
 Importing this package registers them all with ``protocol.api``.
 """
 
-from . import api_versions, metadata
+from . import (
+    acls,
+    api_versions,
+    cluster,
+    configs,
+    controller,
+    fetch,
+    group_offsets,
+    groups,
+    metadata,
+    offsets,
+    produce,
+    quotas,
+    sasl,
+    scram,
+    topics,
+)
 
-__all__ = ["api_versions", "metadata"]
+__all__ = [
+    "acls",
+    "api_versions",
+    "cluster",
+    "configs",
+    "controller",
+    "fetch",
+    "group_offsets",
+    "groups",
+    "metadata",
+    "offsets",
+    "produce",
+    "quotas",
+    "sasl",
+    "scram",
+    "topics",
+]
