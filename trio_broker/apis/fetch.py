@@ -57,8 +57,13 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             name = t.topic
         for p in t.partitions:
             wanted.append(
-                _Wanted(name, t.topic_id if v >= 13 else ZERO_UUID, p.partition, p.fetch_offset,
-                        p.partition_max_bytes)
+                _Wanted(
+                    name,
+                    t.topic_id if v >= 13 else ZERO_UUID,
+                    p.partition,
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                )
             )
     committed = v >= 4 and req.isolation_level == READ_COMMITTED
     max_bytes = req.max_bytes
@@ -89,7 +94,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             throttle_time_ms=ctx.throttle_time_ms,
             error_code=ErrorCode.NONE,
             session_id=0,
-            responses=_group(wanted, results, v),
+            responses=_group(wanted, results, v, committed),
         )
 
     results = await read_all()
@@ -98,23 +103,40 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     if req.max_wait_ms <= 0 or available >= req.min_bytes or errors or not wanted:
         return respond(results)
 
+    # Parked: complete once min_bytes exist, counting what the first read found plus
+    # what the logs have grown by since (a log that shrank or vanished completes at once,
+    # with its error). The first read's file regions are released: the next read redoes it.
+    for r in results:
+        _release(r.records)
+    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
+    base = {key: broker.log_size(*key) for key in keys}
+
     def ready() -> bool:
-        total = 0
-        for w in wanted:
-            assert w.topic is not None
-            total += broker.bytes_after(w.topic, w.partition, w.fetch_offset)
-            if total >= req.min_bytes:
+        grown = 0
+        for key, size in base.items():
+            now = broker.log_size(*key)
+            if now < size:
                 return True
-        return False
+            grown += now - size
+        return available + grown >= req.min_bytes
 
     async def complete(expired: bool) -> Any:
         return respond(await read_all())
 
-    keys = [(w.topic, w.partition) for w in wanted]
     return broker.defer(ctx, keys=keys, timeout_ms=req.max_wait_ms, ready=ready, complete=complete)
 
 
-def _group(wanted: list[_Wanted], results: list[ReadResult], version: int) -> list[Any]:
+def _release(records: Any) -> None:
+    if isinstance(records, list):
+        for part in records:
+            release = getattr(part, "release", None)
+            if release is not None:
+                release()
+
+
+def _group(
+    wanted: list[_Wanted], results: list[ReadResult], version: int, committed: bool
+) -> list[Any]:
     """Responses per topic, in request order."""
     topics: list[Any] = []
     current: Any = None
@@ -132,7 +154,7 @@ def _group(wanted: list[_Wanted], results: list[ReadResult], version: int) -> li
                 high_watermark=r.high_watermark,
                 last_stable_offset=r.last_stable_offset,
                 log_start_offset=r.log_start_offset,
-                aborted_transactions=[] if r.error_code == ErrorCode.NONE else None,
+                aborted_transactions=[] if committed else None,
                 records=r.records if r.records is not None else b"",
             )
         )

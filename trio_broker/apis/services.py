@@ -122,6 +122,6 @@ class PartitionView(Protocol):
         committed_only: bool,
     ) -> ReadResult: ...
 
-    def bytes_after(self, topic: str, partition: int, offset: int) -> int:
-        """A cheap estimate of how many bytes lie after ``offset`` (for delayed fetches)."""
+    def log_size(self, topic: str, partition: int) -> int:
+        """The partition's size in bytes, -1 if it has no log (cheap: for parked fetches)."""
         ...

@@ -15,7 +15,16 @@ from typing import Any
 from ..protocol import messages
 from ..protocol.api import ApiSpec
 from ..protocol.schema import VersionRange
-from . import api_versions, metadata
+from . import (
+    api_versions,
+    configs,
+    delete_records,
+    fetch,
+    list_offsets,
+    metadata,
+    produce,
+    topics,
+)
 from .context import RequestContext
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
@@ -60,7 +69,15 @@ class ApiTable:
 
 API_TABLE = ApiTable(
     [
-        ApiEntry(messages.api_versions.SPEC, api_versions.handle),
-        ApiEntry(messages.metadata.SPEC, metadata.handle),
+        ApiEntry(messages.produce.PRODUCE, produce.handle),
+        ApiEntry(messages.fetch.FETCH, fetch.handle),
+        ApiEntry(messages.offsets.LIST_OFFSETS, list_offsets.handle),
+        ApiEntry(messages.metadata.METADATA, metadata.handle),
+        ApiEntry(messages.api_versions.API_VERSIONS, api_versions.handle),
+        ApiEntry(messages.topics.CREATE_TOPICS, topics.create_topics),
+        ApiEntry(messages.topics.DELETE_TOPICS, topics.delete_topics),
+        ApiEntry(messages.offsets.DELETE_RECORDS, delete_records.handle),
+        ApiEntry(messages.configs.DESCRIBE_CONFIGS, configs.handle),
+        ApiEntry(messages.topics.CREATE_PARTITIONS, topics.create_partitions),
     ]
 )

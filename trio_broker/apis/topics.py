@@ -109,9 +109,8 @@ async def delete_topics(ctx: RequestContext, req: Any) -> Any:
         result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE)
         results.append(result)
         if info is None:
-            result.error_code = (
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
-            )
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            result.error_code = missing if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
             continue
         result.name, result.topic_id = info.name, info.topic_id
         try:

@@ -22,19 +22,26 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import trio
 
-from ..apis.services import BrokerEndpoint, TopicError, TopicInfo
+from ..apis.context import Deferred, RequestContext
+from ..apis.services import BrokerEndpoint, ReadResult, TopicError, TopicInfo, WriteResult
 from ..apis.table import API_TABLE, ApiTable
 from ..apis.topic_names import topic_name_error
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
-from .config import BrokerConfig
+from ..protocol.schema import ZERO_UUID
+from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
+from .configdef import ConfigEntry
+from .delayed import DelayedResponse
 from .handler_pool import HandlerPool
+from .purgatory import Purgatory
+from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
+from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config, validate_topic_configs
 from .topics import TopicCatalog, write_atomically
 
 log = logging.getLogger("trio_broker")
@@ -93,32 +100,52 @@ class Broker:
                 1,
             )
         self.io_limiter = trio.CapacityLimiter(config["num.io.threads"])
+        self.fetch_purgatory = Purgatory("fetch")
+        self.purgatories: dict[str, Purgatory] = {"fetch": self.fetch_purgatory}
+        self.metrics: Any = None
+        self.replica_manager = ReplicaManager(
+            config, self.io_limiter, self.fetch_purgatory, self.metrics
+        )
 
     # --------------------------------------------------------------- life cycle
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
         await trio.to_thread.run_sync(self._load_stores)
-        async with trio.open_nursery() as handlers:
-            await handlers.start(self.data_pool.run)
-            if self.control_pool is not None:
-                await handlers.start(self.control_pool.run)
-            async with trio.open_nursery() as network:
-                await network.start(self.socket_server.run)
-                await trio.to_thread.run_sync(self._write_listeners_file)
-                self.ready = True
-                log.info("trio-broker %s started: %s", self.broker_id, self._listeners_line())
-                task_status.started(self)
-            # The socket server has ended: request channels are closed, handlers drain.
-            handlers.cancel_scope.deadline = self.socket_server.shutdown_deadline + 1.0
+        async with trio.open_nursery() as services:
+            for purgatory in self.purgatories.values():
+                await services.start(purgatory.run)
+            maintenance = trio.CancelScope()
+            services.start_soon(self._run_maintenance, maintenance)
+            async with trio.open_nursery() as handlers:
+                await handlers.start(self.data_pool.run)
+                if self.control_pool is not None:
+                    await handlers.start(self.control_pool.run)
+                async with trio.open_nursery() as network:
+                    await network.start(self.socket_server.run)
+                    await trio.to_thread.run_sync(self._write_listeners_file)
+                    self.ready = True
+                    log.info("trio-broker %s started: %s", self.broker_id, self._listeners_line())
+                    task_status.started(self)
+                # The socket server has ended: request channels are closed, handlers drain.
+                handlers.cancel_scope.deadline = self.socket_server.shutdown_deadline + 1.0
+            for purgatory in self.purgatories.values():
+                purgatory.stop()
+            maintenance.cancel()
         await trio.to_thread.run_sync(self._close_stores)
         log.info("trio-broker %s stopped", self.broker_id)
         self.stopped.set()
 
+    async def _run_maintenance(self, scope: trio.CancelScope) -> None:
+        with scope:
+            await self.replica_manager.run_maintenance()
+
     def shutdown(self) -> None:
-        """Begin a graceful shutdown (idempotent)."""
+        """Begin a graceful shutdown (idempotent): parked requests are answered now."""
         if self.ready:
             log.info("trio-broker %s shutting down", self.broker_id)
         self.ready = False
+        for purgatory in self.purgatories.values():
+            purgatory.shutdown()
         self.socket_server.shutdown(self.config["shutdown.timeout.ms"] / 1000)
 
     def _load_stores(self) -> None:
@@ -126,9 +153,10 @@ class Broker:
             d.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_or_create_meta()
         self.topics_catalog.load()
+        self.replica_manager.open(self.topics_catalog.all())
 
     def _close_stores(self) -> None:
-        pass
+        self.replica_manager.close()
 
     def _load_or_create_meta(self) -> str:
         """Kafka's meta.properties: the cluster id, generated once and kept in every dir."""
@@ -232,23 +260,158 @@ class Broker:
         return self.topics_catalog.all()
 
     async def create_topic(
-        self, name: str, num_partitions: int, configs: Mapping[str, str | None]
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str | None],
+        *,
+        validate_only: bool = False,
     ) -> TopicInfo:
         problem = topic_name_error(name)
         if problem is not None:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         if num_partitions < 1:
             raise TopicError(ErrorCode.INVALID_PARTITIONS, "a topic needs at least 1 partition")
+        try:
+            validate_topic_configs(configs)
+        except ConfigError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        clean = {k: v for k, v in configs.items() if v is not None}
         async with self._topic_lock:
-            existing = self.topics_catalog.get(name)
-            if existing is not None:
+            if self.topics_catalog.get(name) is not None:
                 raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-            clean = {k: v for k, v in configs.items() if v is not None}
+            if validate_only:
+                return TopicInfo(name, ZERO_UUID, ())
             info = await trio.to_thread.run_sync(
-                self.topics_catalog.create, name, num_partitions, clean
+                self._create_topic_blocking, name, num_partitions, clean
             )
         log.info("created topic %s with %d partitions", name, num_partitions)
         return info
+
+    def _create_topic_blocking(
+        self, name: str, num_partitions: int, configs: Mapping[str, str]
+    ) -> TopicInfo:
+        info = self.topics_catalog.create(name, num_partitions, configs)
+        self.replica_manager.create_logs(info)
+        return info
+
+    async def delete_topic(self, name: str) -> None:
+        if not self.config["delete.topic.enable"]:
+            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+        async with self._topic_lock:
+            info = self.topics_catalog.get(name)
+            if info is None:
+                raise TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                )
+            if info.internal:
+                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
+            await trio.to_thread.run_sync(self._delete_topic_blocking, info)
+        for p in info.partitions:
+            self.fetch_purgatory.complete_all((name, p.index))
+        log.info("deleted topic %s", name)
+
+    def _delete_topic_blocking(self, info: TopicInfo) -> None:
+        self.topics_catalog.delete(info.name)
+        self.replica_manager.delete_logs(info)
+
+    async def create_partitions(self, name: str, count: int, *, validate_only: bool) -> None:
+        async with self._topic_lock:
+            info = self.topics_catalog.get(name)
+            if info is None:
+                raise TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                )
+            if count <= len(info.partitions):
+                raise TopicError(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"topic {name!r} has {len(info.partitions)} partitions; "
+                    f"the new count {count} must be larger",
+                )
+            if validate_only:
+                return
+            await trio.to_thread.run_sync(self._grow_topic_blocking, info, count)
+        log.info("topic %s now has %d partitions", name, count)
+
+    def _grow_topic_blocking(self, info: TopicInfo, count: int) -> None:
+        grown = self.topics_catalog.with_partitions(info, count)
+        self.topics_catalog.replace(grown)
+        self.replica_manager.create_logs(grown)
+
+    def topic_config_entries(
+        self, name: str, overrides: Mapping[str, str | None] | None = None
+    ) -> dict[str, ConfigEntry]:
+        if overrides is None:
+            info = self.topics_catalog.get(name)
+            overrides = dict(info.configs) if info is not None else {}
+        return effective_topic_config(self.config, overrides)
+
+    def broker_config_entries(self) -> dict[str, ConfigEntry]:
+        return self.config.describe()
+
+    def config_type_name(self, name: str, resource_type: int) -> str:
+        key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
+        return key.type.value if key is not None else ""
+
+    def config_doc(self, name: str, resource_type: int) -> str | None:
+        key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
+        return key.doc if key is not None else None
+
+    # data path: see ReplicaManager
+
+    async def produce(
+        self, topic: str, partition: int, records: memoryview | None, acks: int
+    ) -> WriteResult:
+        return await self.replica_manager.produce(topic, partition, records, acks)
+
+    async def read(
+        self,
+        topic: str,
+        partition: int,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool,
+        committed_only: bool,
+    ) -> ReadResult:
+        return await self.replica_manager.read(
+            topic,
+            partition,
+            fetch_offset,
+            max_bytes,
+            min_one=min_one,
+            committed_only=committed_only,
+        )
+
+    def log_size(self, topic: str, partition: int) -> int:
+        return self.replica_manager.log_size(topic, partition)
+
+    async def list_offset(
+        self, topic: str, partition: int, timestamp: int, *, committed_only: bool
+    ) -> tuple[int, int, int, int]:
+        return await self.replica_manager.list_offset(
+            topic, partition, timestamp, committed_only=committed_only
+        )
+
+    async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
+        return await self.replica_manager.delete_records(topic, partition, offset)
+
+    def defer(
+        self,
+        ctx: RequestContext,
+        *,
+        keys: Sequence[Hashable],
+        timeout_ms: int,
+        ready: Callable[[], bool],
+        complete: Callable[[bool], Awaitable[Any]],
+        purgatory: str = "fetch",
+    ) -> Deferred:
+        """Park the request of ``ctx`` until ``ready()`` or ``timeout_ms`` passes."""
+        request = ctx.extras["request"]
+        deadline = trio.current_time() + timeout_ms / 1000
+        op = DelayedResponse(deadline, request, self.request_handler, ready, complete)
+        self.purgatories[purgatory].park(op, keys)
+        return Deferred(op)
 
 
 def _host_port(host: str, port: int) -> str:

@@ -13,7 +13,7 @@ import logging
 import time
 from typing import Any
 
-from ..apis.context import Deferred, RequestContext
+from ..apis.context import CloseConnection, Deferred, RequestContext
 from ..apis.services import BrokerView
 from ..apis.table import ApiTable
 from ..network import actions as act
@@ -52,6 +52,7 @@ class RequestHandler:
             self._close(request, "no handler")
             return
         ctx = self.context_for(request)
+        ctx.extras["request"] = request
         request.context["ctx"] = ctx
         try:
             result = await entry.handler(ctx, request.body)
@@ -70,6 +71,9 @@ class RequestHandler:
         if response is None:
             processor.send_response(act.NoOpResponse(request))
             return
+        if isinstance(response, CloseConnection):
+            self._close(request, response.reason)
+            return
         ctx: RequestContext = request.context["ctx"]
         try:
             parts = encode_response(
@@ -80,6 +84,10 @@ class RequestHandler:
             self._close(request, "response encoding error")
             return
         processor.send_response(act.SendResponse(request, parts, parts_length(parts)))
+
+    def fail(self, request: Request, reason: str) -> None:
+        """Give up on a request: its connection is closed (the client retries)."""
+        self._close(request, reason)
 
     def _close(self, request: Request, reason: str) -> None:
         request.connection.processor.send_response(act.CloseConnectionResponse(request, reason))

@@ -86,6 +86,10 @@ class TopicCatalog:
             self._save()
             return info
 
+    def with_partitions(self, info: TopicInfo, count: int) -> TopicInfo:
+        """``info`` grown to ``count`` partitions (not stored: see ``replace``)."""
+        return self._info(info.name, info.topic_id, count, info.configs, info.internal)
+
     def replace(self, info: TopicInfo) -> None:
         with self._lock:
             self._put(info)

@@ -40,4 +40,4 @@ class ApiVersionsResponse(Response, api_key=18, versions="0-3", flexible="3+"):
     zk_migration_ready: bool = field("bool", "3+", tag=3, ignorable=True)
 
 
-SPEC = register(ApiVersionsRequest, ApiVersionsResponse)
+API_VERSIONS = register(ApiVersionsRequest, ApiVersionsResponse)

@@ -51,4 +51,4 @@ class MetadataResponse(Response, api_key=3, versions="0-12", flexible="9+"):
     cluster_authorized_operations: int = field("int32", "8-10", default=-(2**31))
 
 
-SPEC = register(MetadataRequest, MetadataResponse)
+METADATA = register(MetadataRequest, MetadataResponse)
