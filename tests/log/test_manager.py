@@ -1,0 +1,125 @@
+"""LogManager: directories, placement, clean-shutdown markers, metadata, periodic work."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+
+from trio_broker.log import (
+    CLEAN_SHUTDOWN_FILE,
+    LogConfig,
+    LogManager,
+    parse_partition_dir,
+    read_partition_metadata,
+)
+
+from .helpers import fill, read_headers, records
+
+DAY = 24 * 3600 * 1000
+
+
+def test_partition_dir_names() -> None:
+    assert parse_partition_dir("my-topic.v2-12") == ("my-topic.v2", 12)
+    assert parse_partition_dir("__consumer_offsets-0") == ("__consumer_offsets", 0)
+    for bad in ("topic", "topic-", "-3", "t-0.abc-delete", "t-x"):
+        assert parse_partition_dir(bad) is None
+
+
+def test_create_spreads_over_dirs_and_reloads_cleanly(tmp_path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    mgr = LogManager(dirs, LogConfig(), now_ms=0)
+    assert all(d.is_dir() for d in dirs)
+    tid = uuid.uuid4()
+    placed = [mgr.create("orders", p, topic_id=tid, now_ms=0) for p in range(4)]
+    assert sorted(log.directory.parent.name for log in placed) == ["a", "a", "b", "b"]
+    assert mgr.create("orders", 0) is placed[0]  # already there
+    assert mgr.topic_id_of("orders", 2) == tid
+    assert read_partition_metadata(placed[3].directory) == tid
+    text = (placed[0].directory / "partition.metadata").read_text()
+    assert text.startswith("version: 0\ntopic_id: ") and "=" not in text
+    fill(placed[1], 5)
+    mgr.close()
+    assert all((d / CLEAN_SHUTDOWN_FILE).exists() for d in dirs)
+
+    again = LogManager(dirs, LogConfig(), now_ms=0)
+    assert sorted(again.partitions()) == [("orders", p) for p in range(4)]
+    log = again.get("orders", 1)
+    assert log is not None and log.log_end_offset == 5
+    assert not log.load_stats.recovery and log.load_stats.segments_scanned == 0
+    assert not any((d / CLEAN_SHUTDOWN_FILE).exists() for d in dirs)  # until the next close
+    assert again.topic_id_of("orders", 1) == tid
+    again.close()
+
+
+def test_crash_without_marker_recovers(tmp_path) -> None:
+    d = tmp_path / "logs"
+    mgr = LogManager([d], LogConfig(), now_ms=0)
+    log = mgr.create("t", 0, now_ms=0)
+    fill(log, 4)
+    shutil.copytree(d, tmp_path / "crash")  # the broker dies here: no marker
+    mgr.close()
+    active = tmp_path / "crash" / "t-0" / f"{0:020d}.log"
+    with open(active, "ab") as f:
+        f.write(b"\x00" * 30)
+    again = LogManager([tmp_path / "crash"], LogConfig(), now_ms=0)
+    log = again.get("t", 0)
+    assert log is not None and log.load_stats.recovery
+    assert log.load_stats.bytes_truncated == 30 and log.log_end_offset == 4
+    again.close()
+
+
+def test_topic_configs_apply_at_load(tmp_path) -> None:
+    d = tmp_path / "logs"
+    mgr = LogManager([d], LogConfig(), now_ms=0)
+    mgr.create("small", 0, LogConfig(segment_bytes=300), now_ms=0)
+    mgr.close()
+    again = LogManager(
+        [d], LogConfig(), topic_configs={"small": LogConfig(segment_bytes=300)}, now_ms=0
+    )
+    log = again.get("small", 0)
+    assert log is not None and log.config.segment_bytes == 300
+    again.close()
+
+
+def test_delete_keeps_regions_readable(tmp_path) -> None:
+    d = tmp_path / "logs"
+    mgr = LogManager([d], LogConfig(), now_ms=0)
+    log = mgr.create("gone", 0, now_ms=0)
+    fill(log, 3)
+    info = log.read(0, 1 << 20)
+    assert mgr.delete("gone", 0)
+    assert not mgr.delete("gone", 0)
+    assert mgr.get("gone", 0) is None and not any(d.iterdir())
+    from .helpers import region_bytes
+
+    assert len(region_bytes(info)) == info.size_bytes > 0
+    info.release()
+    mgr.close()
+    again = LogManager([d], LogConfig(), now_ms=0)
+    assert again.partitions() == []
+    again.close()
+
+
+def test_leftover_delete_dirs_are_removed_at_start(tmp_path) -> None:
+    d = tmp_path / "logs"
+    (d / "t-0.0123abcd-delete").mkdir(parents=True)
+    mgr = LogManager([d], LogConfig(), now_ms=0)
+    assert not (d / "t-0.0123abcd-delete").exists() and mgr.partitions() == []
+    mgr.close()
+
+
+def test_periodic_flush_retention_and_roll(tmp_path) -> None:
+    d = tmp_path / "logs"
+    cfg = LogConfig(flush_interval_ms=1_000, segment_ms=DAY, retention_ms=DAY)
+    mgr = LogManager([d], cfg, now_ms=0)
+    log = mgr.create("t", 0, now_ms=0)
+    log.append(records(1, ts=0), leader_epoch=0, now_ms=0)
+    assert mgr.flush_dirty(500) == 0 and log.recovery_point == 0
+    assert mgr.flush_dirty(1_000) == 1 and log.recovery_point == 1
+    log.append(records(1, ts=10), leader_epoch=0, now_ms=10)
+    assert mgr.apply_retention(DAY) == 0 and log.segment_base_offsets == (0,)
+    # after segment.ms the idle segment is rolled, after retention.ms it is deleted
+    assert mgr.apply_retention(DAY + 11) == 1
+    assert log.segment_base_offsets == (2,) and log.log_start_offset == 2
+    assert read_headers(log) == []
+    mgr.close()

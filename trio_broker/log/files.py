@@ -1,0 +1,35 @@
+"""Small durable-file helpers shared by the log's checkpoint and metadata files.
+
+Owns: writing a file atomically (temporary file, fsync, rename, fsync of the folder) and
+fsync of a folder. It must not know what the files mean.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TMP_SUFFIX = ".tmp"
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves the old or the new file, whole."""
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)

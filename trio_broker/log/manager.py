@@ -1,0 +1,264 @@
+"""All partition logs of the broker, across its log directories.
+
+Owns: the log directories (created at start), the ``<topic>-<partition>`` folder naming,
+loading every partition at start-up (recovering those of a directory without the
+``.kafka_cleanshutdown`` marker), creating a partition in the directory holding the fewest,
+deleting one (renamed to ``<topic>-<partition>.<id>-delete`` first, then removed), the
+periodic entry points the server's timers call (``flush_dirty``, ``apply_retention``,
+``checkpoint``) and closing (flush, checkpoints, clean-shutdown markers). It must not keep
+topic metadata (ids, configs): the server does, and passes configs in.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+from .config import LogConfig
+from .errors import LogError, LogStorageError
+from .files import fsync_dir
+from .partition_log import PartitionLog
+from .partition_metadata import read_partition_metadata, write_partition_metadata
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_SUFFIX = "-delete"
+
+TopicPartition = tuple[str, int]
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    """``<topic>-<partition>`` -> (topic, partition); None for anything else."""
+    topic, sep, number = name.rpartition("-")
+    if not sep or not topic or not number.isdigit() or "." in number:
+        return None
+    return topic, int(number)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogManager:
+    """Loads, creates, finds and deletes partition logs in ``log_dirs``."""
+
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        default_config: LogConfig,
+        *,
+        topic_configs: Mapping[str, LogConfig] | None = None,
+        now_ms: int | None = None,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log directory is needed")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config
+        self._lock = threading.Lock()
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._dir_of: dict[TopicPartition, Path] = {}
+        self._closed = False
+        now = _now_ms() if now_ms is None else now_ms
+        configs = dict(topic_configs or {})
+        try:
+            for log_dir in self.log_dirs:
+                self._load_dir(log_dir, configs, now)
+        except BaseException:
+            for log in self._logs.values():
+                log.close()
+            raise
+
+    # -- start-up ----------------------------------------------------------------------
+
+    def _load_dir(self, log_dir: Path, configs: Mapping[str, LogConfig], now_ms: int) -> None:
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            marker = log_dir / CLEAN_SHUTDOWN_FILE
+            clean = marker.exists()
+            entries = sorted(os.scandir(log_dir), key=lambda e: e.name)
+        except OSError as exc:
+            raise LogStorageError(f"{log_dir}: cannot read the log directory: {exc}") from exc
+        if not clean:
+            logger.info("%s: no clean shutdown marker, recovering its partitions", log_dir)
+        for entry in entries:
+            if not entry.is_dir():
+                continue
+            if entry.name.endswith(DELETE_SUFFIX):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                continue
+            tp = parse_partition_dir(entry.name)
+            if tp is None:
+                continue
+            config = configs.get(tp[0], self.default_config)
+            log = PartitionLog.open(Path(entry.path), config, recover=not clean, now_ms=now_ms)
+            if tp in self._logs:
+                log.close()
+                raise LogStorageError(
+                    f"partition {tp[0]}-{tp[1]} is in both {self._dir_of[tp]} and {log_dir}"
+                )
+            self._logs[tp] = log
+            self._dir_of[tp] = log_dir
+        # From now on a crash must be detected: the marker goes until the next close().
+        try:
+            if clean:
+                marker.unlink()
+                fsync_dir(log_dir)
+        except OSError as exc:
+            raise LogStorageError(f"{log_dir}: cannot remove the clean marker: {exc}") from exc
+
+    # -- lookup ------------------------------------------------------------------------
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def __contains__(self, tp: object) -> bool:
+        return tp in self._logs
+
+    def __len__(self) -> int:
+        return len(self._logs)
+
+    def partitions(self) -> list[TopicPartition]:
+        return list(self._logs)
+
+    def logs(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
+        return iter(list(self._logs.items()))
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._dir_of.get((topic, partition))
+
+    def topic_id_of(self, topic: str, partition: int) -> uuid.UUID | None:
+        """The topic id kept in the partition folder's ``partition.metadata``."""
+        log = self.get(topic, partition)
+        return read_partition_metadata(log.directory) if log is not None else None
+
+    # -- create / delete ---------------------------------------------------------------
+
+    def create(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        *,
+        topic_id: uuid.UUID | None = None,
+        now_ms: int | None = None,
+    ) -> PartitionLog:
+        """The log of ``topic``-``partition``, created in the least loaded directory if it
+        does not exist yet (an existing log gets ``config`` if one is given)."""
+        if partition < 0 or not topic or "/" in topic or topic in (".", ".."):
+            raise ValueError(f"bad partition name {topic!r}-{partition}")
+        tp = (topic, partition)
+        with self._lock:
+            if self._closed:
+                raise LogStorageError("the log manager is closed")
+            existing = self._logs.get(tp)
+            if existing is not None:
+                if config is not None:
+                    existing.reconfigure(config)
+                return existing
+            counts = {d: 0 for d in self.log_dirs}
+            for d in self._dir_of.values():
+                counts[d] += 1
+            log_dir = min(self.log_dirs, key=lambda d: counts[d])
+            directory = log_dir / partition_dir_name(topic, partition)
+            now = _now_ms() if now_ms is None else now_ms
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                if topic_id is not None:
+                    write_partition_metadata(directory, topic_id)
+                fsync_dir(log_dir)
+            except OSError as exc:
+                raise LogStorageError(f"{directory}: cannot create: {exc}") from exc
+            log = PartitionLog.open(
+                directory, config or self.default_config, recover=False, now_ms=now
+            )
+            self._logs[tp] = log
+            self._dir_of[tp] = log_dir
+            return log
+
+    def delete(self, topic: str, partition: int) -> bool:
+        """Delete the partition's log and folder; False if there was none. Regions still
+        being sent keep their files open until released."""
+        tp = (topic, partition)
+        with self._lock:
+            log = self._logs.pop(tp, None)
+            self._dir_of.pop(tp, None)
+        if log is None:
+            return False
+        target = log.directory.with_name(f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+        try:
+            os.rename(log.directory, target)
+            log.directory = target
+        except OSError as exc:
+            logger.warning("%s: rename before delete failed: %s", log.directory, exc)
+        log.delete()
+        return True
+
+    # -- periodic work -----------------------------------------------------------------
+
+    def _each(
+        self, what: str, action: Callable[[PartitionLog], object]
+    ) -> dict[TopicPartition, object]:
+        results: dict[TopicPartition, object] = {}
+        for tp, log in self.logs():
+            try:
+                results[tp] = action(log)
+            except LogError as exc:
+                logger.error("%s-%d: %s failed: %s", tp[0], tp[1], what, exc)
+        return results
+
+    def flush_dirty(self, now_ms: int) -> int:
+        """Flush logs whose ``flush.ms`` elapsed, then checkpoint recovery points.
+        Returns how many logs were flushed."""
+        flushed = self._each("flush", lambda log: log.flush_if_due(now_ms))
+        self.checkpoint()
+        return sum(1 for v in flushed.values() if v)
+
+    def checkpoint(self) -> None:
+        """Persist every log's recovery point and log start offset that changed."""
+        self._each("checkpoint", lambda log: log.checkpoint())
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Roll logs older than ``segment.ms`` and delete expired segments. Returns how
+        many segments were deleted."""
+        self._each("roll", lambda log: log.maybe_roll(now_ms))
+        deleted = self._each("retention", lambda log: log.apply_retention(now_ms))
+        return sum(v for v in deleted.values() if isinstance(v, int))
+
+    # -- shutdown ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush and close every log, then mark each directory cleanly shut down (only if
+        all its logs closed cleanly)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            logs = list(self._logs.items())
+        failed_dirs: set[Path] = set()
+        for tp, log in logs:
+            try:
+                log.close()
+            except LogError as exc:
+                logger.error("%s-%d: close failed: %s", tp[0], tp[1], exc)
+                failed_dirs.add(self._dir_of[tp])
+            if log.offline:
+                failed_dirs.add(self._dir_of[tp])
+        for log_dir in self.log_dirs:
+            if log_dir in failed_dirs:
+                continue
+            try:
+                (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+                fsync_dir(log_dir)
+            except OSError as exc:
+                logger.error("%s: cannot write the clean shutdown marker: %s", log_dir, exc)

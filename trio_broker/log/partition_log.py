@@ -1,0 +1,661 @@
+"""The log of one partition: ordered segments in ``<topic>-<partition>/``.
+
+Owns: offset assignment and appends (serialized by a lock, rolled by size, time and index
+capacity, fsynced every ``flush.messages``), lock-free reads of whole committed batches as
+``FileRegion``s, timestamp lookups, the log start offset (DeleteRecords, retention), the
+recovery point and its checkpoint, closing and deleting. Every public method is
+thread-safe: the server calls them from worker threads.
+
+Readers never take the lock. They work on an immutable ``_View`` (segments, committed size
+of the active segment, log start and end offsets) that the writer replaces after each
+append, so a reader sees only batches whose bytes and index entries were fully written
+(and fsynced, when the flush policy asks) before the view was published. A segment deleted
+while a reader uses it stays readable: the reader holds a reference on its file.
+
+Failures of the disk become ``LogStorageError``; a failed append is truncated away before
+the error is raised. If even that fails, the log goes offline (every call then raises).
+It must not validate producers' batches (``records.validate_batches`` does) nor know about
+topics, requests or trio.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from bisect import bisect_right
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from trio_broker.protocol.primitives import FileRegion
+from trio_broker.records.header import BatchHeader, Compression, TimestampType
+from trio_broker.records.reader import iter_records
+from trio_broker.records.stamping import assign_offsets
+from trio_broker.records.validation import ValidatedRecords
+
+from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
+from .config import LogConfig
+from .errors import LogClosed, LogStorageError, OffsetOutOfRange
+from .files import fsync_dir
+from .handles import FileHandle
+from .loader import LoadStats, load_segments
+from .results import AppendInfo, ReadInfo
+from .scan import read_header
+from .segment import LogSegment, SegmentDamaged
+
+logger = logging.getLogger(__name__)
+
+_READ_RETRIES = 8
+
+
+class _SegmentGone(Exception):
+    """A segment of the reader's view was deleted before the reader got a reference."""
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    segments: tuple[LogSegment, ...]
+    bases: tuple[int, ...]
+    active_size: int
+    log_start_offset: int
+    log_end_offset: int
+
+    def size_of(self, i: int) -> int:
+        return self.active_size if i == len(self.segments) - 1 else self.segments[i].size
+
+
+class PartitionLog:
+    """Segments of one partition on disk. Create with ``PartitionLog.open``."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+        stats: LoadStats,
+        now_ms: int,
+    ) -> None:
+        self.directory = directory
+        self._config = config
+        self._lock = threading.Lock()
+        self._segments = segments
+        self._log_start = log_start_offset
+        self._recovery_point = recovery_point
+        self.load_stats = stats
+        self._checkpointed = read_checkpoint(directory)
+        self._unflushed = 0
+        self._last_flush_ms = now_ms
+        self._dir_dirty = False
+        self._closed = False
+        self._offline: str | None = None
+        self._seg_tuple: tuple[LogSegment, ...] = ()
+        self._bases: tuple[int, ...] = ()
+        self._segments_changed()
+
+    @classmethod
+    def open(
+        cls, directory: Path | str, config: LogConfig, *, recover: bool, now_ms: int
+    ) -> PartitionLog:
+        """Load (or create) the log in ``directory``.
+
+        ``recover`` False trusts the files (clean shutdown); True CRC-checks everything
+        after the recovery point and cuts a torn or corrupt tail.
+        """
+        directory = Path(directory)
+        try:
+            loaded = load_segments(directory, config, recover=recover, now_ms=now_ms)
+            fsync_dir(directory)
+        except OSError as exc:
+            raise LogStorageError(f"{directory}: cannot load the log: {exc}") from exc
+        log = cls(
+            directory,
+            config,
+            loaded.segments,
+            loaded.log_start_offset,
+            loaded.recovery_point,
+            loaded.stats,
+            now_ms,
+        )
+        log.checkpoint()
+        return log
+
+    # -- state -------------------------------------------------------------------------
+
+    def _segments_changed(self) -> None:
+        self._seg_tuple = tuple(self._segments)
+        self._bases = tuple(s.base_offset for s in self._segments)
+        self._publish()
+
+    def _publish(self) -> None:
+        active = self._segments[-1]
+        self._view = _View(
+            self._seg_tuple, self._bases, active.size, self._log_start, active.next_offset
+        )
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Use ``config`` from now on (index settings apply to new segments)."""
+        with self._lock:
+            self._config = config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._view.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._view.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """A single replica: everything appended is committed."""
+        return self._view.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """No transactions yet: the high watermark."""
+        return self._view.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._unflushed
+
+    @property
+    def size_bytes(self) -> int:
+        view = self._view
+        return sum(view.size_of(i) for i in range(len(view.segments)))
+
+    @property
+    def segment_base_offsets(self) -> tuple[int, ...]:
+        return self._view.bases
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def offline(self) -> bool:
+        return self._offline is not None
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise LogClosed(f"{self.directory.name}: log is closed")
+        if self._offline is not None:
+            raise LogStorageError(f"{self.directory.name}: log is offline: {self._offline}")
+
+    def _storage_error(self, what: str, exc: OSError) -> LogStorageError:
+        if isinstance(exc, SegmentDamaged):
+            self._offline = str(exc)
+            logger.error("%s: %s failed and could not be undone: %s", self.directory, what, exc)
+        return LogStorageError(f"{self.directory.name}: {what} failed: {exc}")
+
+    # -- appending ---------------------------------------------------------------------
+
+    def append(self, records: ValidatedRecords, *, leader_epoch: int, now_ms: int) -> AppendInfo:
+        """Assign offsets to validated batches and append them; returns where they went."""
+        with self._lock:
+            self._check_usable()
+            config = self._config
+            log_end = self._segments[-1].next_offset
+            rolled = False
+            if self._segments[-1].should_roll(
+                config, records.size, log_end + records.record_count - 1, now_ms
+            ):
+                rolled = self._roll_locked(now_ms)
+            active = self._segments[-1]
+            append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else None
+            stamped = assign_offsets(
+                records,
+                base_offset=log_end,
+                leader_epoch=leader_epoch,
+                log_append_time_ms=append_time,
+            )
+            try:
+                pending = active.write(stamped)
+            except OSError as exc:
+                raise self._storage_error("append", exc) from exc
+            flush = self._unflushed + records.record_count >= config.flush_interval_messages
+            if flush:
+                try:
+                    self._fsync_locked()
+                except OSError as exc:
+                    error: OSError = exc
+                    try:
+                        active.rollback()
+                    except OSError as rollback_exc:
+                        error = SegmentDamaged(f"rollback failed: {rollback_exc}")
+                    raise self._storage_error("flush", error) from exc
+            active.commit(pending, now_ms)
+            if flush:
+                self._recovery_point = stamped.last_offset + 1
+                self._unflushed = 0
+                self._last_flush_ms = now_ms
+            else:
+                self._unflushed += records.record_count
+            self._publish()
+            return AppendInfo(
+                first_offset=stamped.first_offset,
+                last_offset=stamped.last_offset,
+                log_append_time_ms=-1 if append_time is None else append_time,
+                log_start_offset=self._log_start,
+                record_count=records.record_count,
+                size_bytes=stamped.size,
+                max_timestamp=stamped.max_timestamp,
+                offset_of_max_timestamp=stamped.offset_of_max_timestamp,
+                rolled=rolled,
+            )
+
+    def _roll_locked(self, now_ms: int) -> bool:
+        active = self._segments[-1]
+        if active.size == 0:
+            return False
+        try:
+            active.seal()
+            new = LogSegment.create(self.directory, active.next_offset, self._config, now_ms)
+        except OSError as exc:
+            raise self._storage_error("roll", exc) from exc
+        self._segments.append(new)
+        self._dir_dirty = True
+        self._segments_changed()
+        return True
+
+    def maybe_roll(self, now_ms: int) -> bool:
+        """Roll the active segment if it is older than ``segment.ms``."""
+        with self._lock:
+            self._check_usable()
+            active = self._segments[-1]
+            if active.size and now_ms - active.roll_basis_ms > self._config.segment_ms:
+                return self._roll_locked(now_ms)
+            return False
+
+    def roll(self, now_ms: int) -> bool:
+        """Roll now (if the active segment holds anything)."""
+        with self._lock:
+            self._check_usable()
+            return self._roll_locked(now_ms)
+
+    # -- durability --------------------------------------------------------------------
+
+    def _fsync_locked(self) -> None:
+        start = max(0, bisect_right(self._bases, self._recovery_point) - 1)
+        for seg in self._segments[start:]:
+            seg.flush()
+        if self._dir_dirty:
+            fsync_dir(self.directory)
+            self._dir_dirty = False
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync everything appended so far; the recovery point moves to the log end."""
+        with self._lock:
+            self._check_usable()
+            self._flush_locked(now_ms)
+
+    def _flush_locked(self, now_ms: int | None) -> None:
+        try:
+            self._fsync_locked()
+        except OSError as exc:
+            raise self._storage_error("flush", exc) from exc
+        self._recovery_point = self._segments[-1].next_offset
+        self._unflushed = 0
+        if now_ms is not None:
+            self._last_flush_ms = now_ms
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Flush when ``flush.ms`` has passed since the last flush and data is unflushed."""
+        interval = self._config.flush_interval_ms
+        if interval is None or self._unflushed == 0 or now_ms - self._last_flush_ms < interval:
+            return False
+        with self._lock:
+            self._check_usable()
+            self._flush_locked(now_ms)
+        return True
+
+    def checkpoint(self) -> None:
+        """Persist the recovery point and log start offset if they changed."""
+        with self._lock:
+            self._checkpoint_locked()
+
+    def _checkpoint_locked(self) -> None:
+        current = PartitionCheckpoint(self._recovery_point, self._log_start)
+        if current == self._checkpointed:
+            return
+        try:
+            write_checkpoint(self.directory, current)
+        except OSError as exc:
+            raise self._storage_error("checkpoint", exc) from exc
+        self._checkpointed = current
+
+    # -- reading -----------------------------------------------------------------------
+
+    @contextmanager
+    def _reference(self, segment: LogSegment) -> Iterator[FileHandle]:
+        handle = segment.acquire()
+        if handle is None:
+            raise _SegmentGone
+        try:
+            yield handle
+        finally:
+            handle.close()
+
+    def _snapshot(self) -> _View:
+        self._check_usable()
+        return self._view
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool = True,
+        max_offset: int | None = None,
+    ) -> ReadInfo:
+        """Whole batches from the one holding ``fetch_offset``, up to ``max_bytes``.
+
+        The first batch is returned even when larger than ``max_bytes`` if
+        ``min_one_batch``. Only batches ending at or before ``max_offset`` (exclusive
+        bound, e.g. the high watermark) are returned. Raises ``OffsetOutOfRange`` outside
+        [log start, log end]. The caller owns the regions and must release them.
+        """
+        for _ in range(_READ_RETRIES):
+            view = self._snapshot()
+            if not view.log_start_offset <= fetch_offset <= view.log_end_offset:
+                raise OffsetOutOfRange(fetch_offset, view.log_start_offset, view.log_end_offset)
+            limit = (
+                view.log_end_offset if max_offset is None else min(max_offset, view.log_end_offset)
+            )
+            regions: list[FileRegion] = []
+            try:
+                next_offset = self._read_view(
+                    view, fetch_offset, max_bytes, min_one_batch, limit, regions
+                )
+            except _SegmentGone:
+                for region in regions:
+                    region.release()
+                continue
+            except OSError as exc:
+                for region in regions:
+                    region.release()
+                raise self._storage_error("read", exc) from exc
+            return ReadInfo(
+                regions=regions,
+                size_bytes=sum(r.length for r in regions),
+                next_fetch_offset=next_offset,
+                high_watermark=view.log_end_offset,
+                last_stable_offset=view.log_end_offset,
+                log_start_offset=view.log_start_offset,
+                log_end_offset=view.log_end_offset,
+            )
+        raise LogStorageError(f"{self.directory.name}: read kept racing with deletions")
+
+    def _read_view(
+        self,
+        view: _View,
+        target: int,
+        budget: int,
+        min_one_batch: bool,
+        limit: int,
+        regions: list[FileRegion],
+    ) -> int:
+        i = max(0, bisect_right(view.bases, target) - 1)
+        while i < len(view.segments) and target < limit:
+            segment = view.segments[i]
+            size = view.size_of(i)
+            handle = segment.acquire()
+            if handle is None:
+                raise _SegmentGone
+            keep = False
+            try:
+                fd = handle.fileno()
+                found = segment.find_batch(fd, target, size)
+                if found is None:
+                    i += 1
+                    continue
+                start, first = found
+                if first.next_offset > limit:
+                    return target
+                if first.size > budget:
+                    if regions or not min_one_batch:
+                        return target
+                    end, target, more = start + first.size, first.next_offset, False
+                else:
+                    end, target, more = self._extend(segment, fd, start, size, budget, limit)
+                regions.append(FileRegion(handle, start, end - start))
+                keep = True
+                budget -= end - start
+                if not more or budget <= 0:
+                    return target
+                i += 1
+            finally:
+                if not keep:
+                    handle.close()
+        return target
+
+    @staticmethod
+    def _extend(
+        segment: LogSegment, fd: int, start: int, size: int, budget: int, limit: int
+    ) -> tuple[int, int, bool]:
+        """Grow a run of whole batches from ``start``; returns (end, next offset, whether
+        the run reached the end of the segment)."""
+        position = start
+        next_offset = -1
+        entry = segment.offset_index.last_entry_within(start + budget, limit)
+        if entry is not None and entry[1] > start:
+            position = entry[1]  # every batch before an index entry fits: jump there
+        while position < size:
+            h = read_header(fd, position)
+            if h is None or position + h.size > size:
+                break
+            if position + h.size - start > budget or h.next_offset > limit:
+                return position, h.base_offset, False
+            position += h.size
+            next_offset = h.next_offset
+        if next_offset < 0:
+            # Jumped to an index entry and stopped at once: its batch starts the next read.
+            h = read_header(fd, position)
+            next_offset = h.base_offset if h is not None else segment.next_offset
+        return position, next_offset, position >= size
+
+    # -- timestamps --------------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """The earliest (offset, timestamp) whose timestamp is >= ``timestamp``.
+
+        Exact per record for uncompressed (and gzip) batches; for other codecs the batch's
+        base offset and max timestamp (records are not decompressed). None if no record
+        is that recent.
+        """
+        for _ in range(_READ_RETRIES):
+            view = self._snapshot()
+            try:
+                return self._offset_for_timestamp(view, timestamp)
+            except _SegmentGone:
+                continue
+            except OSError as exc:
+                raise self._storage_error("timestamp lookup", exc) from exc
+        raise LogStorageError(f"{self.directory.name}: lookup kept racing with deletions")
+
+    def _offset_for_timestamp(self, view: _View, timestamp: int) -> tuple[int, int] | None:
+        min_offset = view.log_start_offset
+        for i, segment in enumerate(view.segments):
+            if segment.max_timestamp < timestamp:
+                continue
+            size = view.size_of(i)
+            with self._reference(segment) as handle:
+                fd = handle.fileno()
+                position = 0
+                entry = segment.time_index.lookup(timestamp)
+                if entry is not None:
+                    position = segment.offset_index.lookup(entry[1])[1]
+                if min_offset > segment.base_offset:
+                    position = max(position, segment.offset_index.lookup(min_offset)[1])
+                while position < size:
+                    h = read_header(fd, position)
+                    if h is None or position + h.size > size:
+                        break
+                    if h.max_timestamp >= timestamp and h.next_offset > min_offset:
+                        found = self._record_at_or_after(
+                            segment, fd, position, h, timestamp, min_offset
+                        )
+                        if found is not None:
+                            return found
+                    position += h.size
+        return None
+
+    @staticmethod
+    def _record_at_or_after(
+        segment: LogSegment, fd: int, position: int, h: BatchHeader, timestamp: int, min_offset: int
+    ) -> tuple[int, int] | None:
+        if h.compression not in (Compression.NONE, Compression.GZIP):
+            return max(h.base_offset, min_offset), h.max_timestamp
+        if h.timestamp_type is TimestampType.LOG_APPEND_TIME:
+            return max(h.base_offset, min_offset), h.max_timestamp
+        for record in iter_records(segment.read_batch(fd, position, h)):
+            if record.offset >= min_offset and record.timestamp_ms >= timestamp:
+                return record.offset, record.timestamp_ms
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        view = self._snapshot()
+        best: LogSegment | None = None
+        best_index = -1
+        for i, segment in enumerate(view.segments):
+            if segment.max_timestamp >= 0 and (
+                best is None or segment.max_timestamp > best.max_timestamp
+            ):
+                best, best_index = segment, i
+        if best is None:
+            return None
+        max_ts, batch_offset = best.max_timestamp, best.offset_of_max_timestamp
+        try:
+            with self._reference(best) as handle:
+                fd = handle.fileno()
+                found = best.find_batch(fd, batch_offset, view.size_of(best_index))
+                if found is not None:
+                    position, h = found
+                    exact = self._record_at_or_after(best, fd, position, h, max_ts, 0)
+                    if exact is not None:
+                        return exact
+        except _SegmentGone:
+            pass
+        except OSError as exc:
+            raise self._storage_error("timestamp lookup", exc) from exc
+        return batch_offset, max_ts
+
+    # -- deletion ----------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to ``offset`` (<= high watermark) and
+        delete the segments wholly below it. Returns the new log start offset."""
+        with self._lock:
+            self._check_usable()
+            log_end = self._segments[-1].next_offset
+            if offset < 0 or offset > log_end:
+                raise OffsetOutOfRange(offset, self._log_start, log_end)
+            if offset <= self._log_start:
+                return self._log_start
+            self._log_start = offset
+            count = 0
+            while (
+                count < len(self._segments) - 1 and self._segments[count + 1].base_offset <= offset
+            ):
+                count += 1
+            self._remove_oldest_locked(count)
+            return self._log_start
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete old segments by ``retention.ms`` and ``retention.bytes`` (never the active
+        one); the log start offset moves. Returns how many segments were deleted."""
+        with self._lock:
+            if self._closed or self._offline is not None:
+                return 0
+            segments, config = self._segments, self._config
+            last = len(segments) - 1
+            by_time = 0
+            if config.retention_ms >= 0:
+                while (
+                    by_time < last
+                    and now_ms - segments[by_time].largest_timestamp > config.retention_ms
+                ):
+                    by_time += 1
+            by_size = 0
+            if config.retention_bytes >= 0:
+                excess = sum(s.size for s in segments) - config.retention_bytes
+                while by_size < last and excess - segments[by_size].size >= 0:
+                    excess -= segments[by_size].size
+                    by_size += 1
+            by_start = 0
+            while by_start < last and segments[by_start + 1].base_offset <= self._log_start:
+                by_start += 1
+            count = max(by_time, by_size, by_start)
+            if count:
+                self._remove_oldest_locked(count)
+            return count
+
+    def _remove_oldest_locked(self, count: int) -> None:
+        removed = self._segments[:count]
+        del self._segments[:count]
+        self._log_start = max(self._log_start, self._segments[0].base_offset)
+        self._segments_changed()
+        self._checkpoint_locked()
+        for segment in removed:
+            try:
+                segment.delete()
+            except OSError as exc:  # the checkpoint already excludes it
+                logger.warning("%s: could not delete %s: %s", self.directory, segment, exc)
+
+    # -- end of life -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, checkpoint (recovery point = log end) and close. Regions still out keep
+        their files open until released."""
+        with self._lock:
+            if self._closed:
+                return
+            error: LogStorageError | None = None
+            if self._offline is None:
+                try:
+                    self._flush_locked(None)
+                    self._checkpoint_locked()
+                except LogStorageError as exc:
+                    error = exc
+            self._closed = True
+            for segment in self._segments:
+                try:
+                    segment.close()
+                except OSError as exc:
+                    logger.warning("%s: closing %s: %s", self.directory, segment, exc)
+            if error is not None:
+                raise error
+
+    def delete(self) -> None:
+        """Close without flushing and remove the folder."""
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                with suppress(OSError):
+                    segment.close()
+            try:
+                shutil.rmtree(self.directory)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise LogStorageError(f"{self.directory.name}: delete failed: {exc}") from exc
+
+    def __repr__(self) -> str:
+        view = self._view
+        return (
+            f"PartitionLog({self.directory.name}, start={view.log_start_offset}, "
+            f"end={view.log_end_offset}, segments={len(view.segments)})"
+        )

@@ -1,0 +1,145 @@
+"""Shallow validation of the records a producer sent: whole v2 batches, nothing decoded.
+
+Owns: ``validate_batches`` and its result ``ValidatedRecords``. Each batch is checked for a
+sane length, magic 2, a known codec, its CRC-32C, ``records_count == last_offset_delta + 1``
+and a size within ``max_batch_bytes``; records are never decoded and compressed batches stay
+compressed. It must not assign offsets (see ``stamping``) or know about logs and requests.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from trio_broker.protocol.errors import ErrorCode
+
+from .errors import RecordsError
+from .header import (
+    COMPRESSION_MASK,
+    CURRENT_MAGIC,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    BatchHeader,
+    Compression,
+    batch_crc,
+)
+
+_LENGTH = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSlice:
+    """One batch inside a buffer: where it starts and its parsed header."""
+
+    position: int
+    header: BatchHeader
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedRecords:
+    """Records that passed ``validate_batches``, still as the producer's bytes."""
+
+    data: memoryview
+    batches: tuple[BatchSlice, ...]
+    record_count: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+    @property
+    def size(self) -> int:
+        return self.data.nbytes
+
+    @property
+    def first(self) -> BatchHeader:
+        return self.batches[0].header
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.first.is_transactional
+
+    @property
+    def has_control_batch(self) -> bool:
+        return any(b.header.is_control for b in self.batches)
+
+
+def _fail(code: ErrorCode, message: str) -> RecordsError:
+    return RecordsError(code, message)
+
+
+def check_batch_at(data: memoryview, position: int, *, max_batch_bytes: int) -> BatchHeader:
+    """Validate the batch starting at ``position`` of ``data``; returns its header."""
+    remaining = data.nbytes - position
+    if remaining < LOG_OVERHEAD:
+        raise _fail(ErrorCode.CORRUPT_MESSAGE, f"{remaining} trailing bytes are no batch")
+    (length,) = _LENGTH.unpack_from(data, position + 8)
+    size = length + LOG_OVERHEAD
+    if length < 0 or size > remaining:
+        raise _fail(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"batch at byte {position} claims {size} bytes, {remaining} are left",
+        )
+    if length < MAGIC_OFFSET + 1 - LOG_OVERHEAD:
+        raise _fail(ErrorCode.CORRUPT_MESSAGE, f"batch at byte {position} is too short")
+    magic = data[position + MAGIC_OFFSET]
+    if magic > 127:
+        magic -= 256
+    if magic < CURRENT_MAGIC:
+        raise _fail(
+            ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            f"message format v{magic} is not supported, only v2 record batches",
+        )
+    if magic != CURRENT_MAGIC:
+        raise _fail(ErrorCode.CORRUPT_MESSAGE, f"unknown magic {magic}")
+    if size < HEADER_SIZE:
+        raise _fail(ErrorCode.CORRUPT_MESSAGE, f"batch of {size} bytes is shorter than a header")
+    if size > max_batch_bytes:
+        raise _fail(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"batch of {size} bytes is larger than the limit of {max_batch_bytes}",
+        )
+    header = BatchHeader.parse(data, position)
+    if batch_crc(data[position : position + size]) != header.crc:
+        raise _fail(ErrorCode.CORRUPT_MESSAGE, f"batch at byte {position} fails its CRC")
+    if header.attributes & COMPRESSION_MASK > max(Compression):
+        raise _fail(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"unknown compression id {header.attributes & COMPRESSION_MASK}",
+        )
+    if header.records_count != header.last_offset_delta + 1 or header.records_count <= 0:
+        raise _fail(
+            ErrorCode.INVALID_RECORD,
+            f"batch holds {header.records_count} records but its last offset delta is "
+            f"{header.last_offset_delta}",
+        )
+    return header
+
+
+def validate_batches(data: memoryview, *, max_batch_bytes: int) -> ValidatedRecords:
+    """Check that ``data`` is one or more whole, intact v2 batches. Raises ``RecordsError``."""
+    if not isinstance(data, memoryview):
+        data = memoryview(data)
+    if data.nbytes == 0:
+        raise _fail(ErrorCode.INVALID_RECORD, "no record batch")
+    batches: list[BatchSlice] = []
+    position = 0
+    count = 0
+    max_timestamp = -1
+    while position < data.nbytes:
+        header = check_batch_at(data, position, max_batch_bytes=max_batch_bytes)
+        batches.append(BatchSlice(position, header))
+        count += header.records_count
+        max_timestamp = max(max_timestamp, header.max_timestamp)
+        position += header.size
+    first = batches[0].header
+    return ValidatedRecords(
+        data=data,
+        batches=tuple(batches),
+        record_count=count,
+        max_timestamp=max_timestamp,
+        producer_id=first.producer_id,
+        producer_epoch=first.producer_epoch,
+        base_sequence=first.base_sequence,
+    )
