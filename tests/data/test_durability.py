@@ -38,9 +38,8 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[t
 def test_everything_is_there_after_a_restart(tmp_path: Path) -> None:
     overrides = ["listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={tmp_path}"]
     broker = BrokerProcess(tmp_path, overrides).start()
-    AdminClient({"bootstrap.servers": broker.bootstrap}).create_topics([NewTopic("keep", 2, 1)])[
-        "keep"
-    ].result(10)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("keep", 2, 1)])["keep"].result(10)
     p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 5})
     for i in range(3000):
         p.produce("keep", value=b"%d" % i, partition=i % 2)
@@ -63,9 +62,8 @@ def test_kill_9_under_acks_all_loses_no_acknowledged_message(tmp_path: Path) -> 
         "log.flush.interval.messages=1",
     ]
     broker = BrokerProcess(tmp_path, overrides).start()
-    AdminClient({"bootstrap.servers": broker.bootstrap}).create_topics([NewTopic("crash", 3, 1)])[
-        "crash"
-    ].result(10)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("crash", 3, 1)])["crash"].result(10)
     acked: dict[tuple[int, int], bytes] = {}
 
     def on_delivery(err, msg) -> None:  # type: ignore[no-untyped-def]
