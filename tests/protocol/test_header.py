@@ -277,3 +277,19 @@ def test_response_round_trip(api_key: int, version: int) -> None:
     )
     kp.with_header(correlation_id=-7)
     assert bytes(kp.encode(header=True, framed=True)) == frame
+
+
+@pytest.mark.parametrize(
+    ("version", "frame"),
+    [
+        (8, b""),
+        (8, b"\x00\x00\x2a"),
+        (9, b"\x00\x00\x00\x2a"),  # header v1 without its tagged-field section
+        (8, b"\x00\x00\x00\x2a\x00"),  # body cut short
+    ],
+)
+def test_short_response_is_corrupt(version: int, frame: bytes) -> None:
+    spec = spec_for(3)
+    assert spec is not None
+    with pytest.raises(CorruptRequest):
+        decode_response(spec, version, frame)
