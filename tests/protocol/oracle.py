@@ -4,9 +4,9 @@ Nothing here is used by the broker at run time.
 
 - ``kafka_schema(name)``: Kafka's JSON message definition, the specification, with its
   ``commonStructs`` resolved in place.
-- ``structure(cls, version)`` / ``kafka_structure(json, version)``: the fields a version
-  has, in order, with type, nullability, tag, default and ignorability, so our
-  declaration can be compared with Kafka's version by version.
+- ``our_structure(cls, version, flexible)`` / ``kafka_structure(fields, version, flexible)``:
+  the fields a version has, in order, with type, nullability, tag, default and
+  ignorability, so our declaration can be compared with Kafka's version by version.
 - ``sample(cls, version, variant)``: an instance of one of our messages where every field
   that exists in ``version`` holds a non-default value (variant 0) or its edge value:
   null where nullable, empty arrays, negative numbers (variant 1).

@@ -19,6 +19,7 @@ from kio.serial import entity_reader, entity_writer
 import trio_broker.protocol.messages  # noqa: F401  (registers every message)
 from trio_broker.protocol import codegen
 from trio_broker.protocol.api import all_specs
+from trio_broker.protocol.messages.fetch import FetchResponse
 from trio_broker.protocol.primitives import join_parts
 from trio_broker.protocol.schema import Message, VersionRange
 
@@ -104,3 +105,32 @@ def test_bytes_match_kio(cls: type[Message], version: int, variant: int) -> None
     assert size == len(ours)
     assert read_back == kio_value
     assert our_decode(cls, version, theirs) == value
+
+
+def test_tagged_struct_at_its_default_is_left_out() -> None:
+    """Kafka leaves out a tagged field equal to its default, struct-valued ones included.
+
+    kafka-python bug: it writes FetchResponse's DivergingEpoch, CurrentLeader and
+    SnapshotId even when they equal their defaults. kio leaves them out, as Kafka's own
+    generated code does (``if (!divergingEpoch.equals(new EpochEndOffset()))``), so kio is
+    the byte oracle here; kafka-python's longer bytes must still decode to the same value.
+    """
+    partition = FetchResponse.FetchableTopicResponse.PartitionData(partition_index=1)
+    value = FetchResponse(
+        responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[partition])]
+    )
+    ours = our_bytes(value, 12)
+    # preferred read replica (-1), null records, then three empty tagged-field sections
+    # (partition, topic, response): no tag for the three structs at their defaults.
+    assert ours.endswith(b"\xff\xff\xff\xff" + b"\x00" + b"\x00" + b"\x00\x00")
+
+    kio_cls = kio_class(FetchResponse, 12)
+    buf = io.BytesIO()
+    entity_writer(kio_cls)(buf, to_kio(value, kio_cls, 12))
+    assert buf.getvalue() == ours
+
+    schema = kafka_schema("FetchResponse")
+    kp_value = to_kafka_python(value, kafka_python_class(FetchResponse), schema["fields"], 12)
+    theirs = bytes(kp_value.encode(version=12, header=False))
+    assert len(theirs) > len(ours)  # the kafka-python bug, as of kafka-python 3.0
+    assert our_decode(FetchResponse, 12, theirs) == value

@@ -61,9 +61,22 @@ class FrameDecoder:
         return frame
 
     def receive_eof(self) -> None:
-        """The peer closed its side: fine between frames, an error inside one."""
-        if self._buf:
-            raise TruncatedFrame(f"connection closed with {len(self._buf)} bytes of a frame")
+        """The peer closed its side: fine between frames, an error inside one.
+
+        Whole frames still buffered are not truncation: ``next_frame`` hands them out
+        after this as before. A bad size prefix is left for ``next_frame`` to report.
+        """
+        buf = self._buf
+        start = 0  # where the first frame not wholly buffered starts
+        while len(buf) - start >= 4:
+            (size,) = _SIZE.unpack_from(buf, start)
+            if size <= 0 or size > self.max_frame_size:
+                return
+            if start + 4 + size > len(buf):
+                break
+            start += 4 + size
+        if start != len(buf):
+            raise TruncatedFrame(f"connection closed with {len(buf) - start} bytes of a frame")
 
     def take_buffer(self) -> bytearray:
         """Hand the unparsed bytes to a new owner (a connection moving processors)."""

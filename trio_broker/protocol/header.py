@@ -138,6 +138,8 @@ def encode_request(
 
 def decode_response(spec: ApiSpec, version: int, frame: bytes) -> tuple[int, Any]:
     """(correlation id, body) of a response frame without its size prefix."""
+    if len(frame) < 4:
+        raise CorruptRequest(f"a response header needs 4 bytes, the frame has {len(frame)}")
     (correlation_id,) = struct.unpack_from(">i", frame, 0)
     pos = 4
     if spec.response_header_version(version) >= 1:
