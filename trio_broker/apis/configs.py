@@ -63,7 +63,6 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 value=e.text,
                 read_only=e.read_only,
                 config_source=int(e.source),
-                is_default=int(e.source) == 5,
                 is_sensitive=e.is_sensitive,
                 synonyms=[Synonym(name=e.name, value=e.text, source=int(e.source))]
                 if req.include_synonyms
