@@ -159,3 +159,37 @@ def test_appended_header_is_what_we_read(tmp_path) -> None:
     assert isinstance(h, BatchHeader)
     assert (h.max_timestamp, h.records_count, h.partition_leader_epoch) == (12, 4, 8)
     log.close()
+
+
+def scan_next(scan, base: int) -> int:
+    return next(h.next_offset for h in scan if h.base_offset == base)
+
+
+def test_bounded_reads_agree_with_a_linear_scan(tmp_path) -> None:
+    rng = random.Random(11)
+    log = open_log(tmp_path / "t-0", segment_bytes=6_000, index_interval_bytes=250)
+    for _ in range(300):
+        log.append(
+            records(rng.randint(1, 4), value=b"w" * rng.randint(0, 150)), leader_epoch=0, now_ms=0
+        )
+    scan = read_headers(log)
+    assert len(log.segment_base_offsets) > 3
+    for _ in range(300):
+        offset = rng.randrange(log.log_end_offset)
+        max_bytes = rng.randint(1, 3_000)
+        max_offset = rng.choice([None, rng.randrange(offset, log.log_end_offset + 1)])
+        info = log.read(offset, max_bytes, max_offset=max_offset)
+        got = [h.base_offset for h, _ in iter_batches(region_bytes(info))]
+        info.release()
+        limit = log.log_end_offset if max_offset is None else max_offset
+        expected, used = [], 0
+        for h in scan:
+            if h.next_offset <= offset:
+                continue
+            if h.next_offset > limit or (expected and used + h.size > max_bytes):
+                break
+            expected.append(h.base_offset)
+            used += h.size
+        assert got == expected, (offset, max_bytes, max_offset)
+        assert info.size_bytes <= max_bytes or len(got) == 1
+        assert info.next_fetch_offset == (scan_next(scan, got[-1]) if got else offset)

@@ -3,7 +3,8 @@
 Owns: turning the files of ``<topic>-<partition>/`` into an ordered list of segments and
 the log's start offset and recovery point. Leftover temporary files are removed. After a
 clean shutdown the files are trusted: index files are sanity-checked (rebuilt from the log
-when missing or insane) and only the tail of each segment is walked. Otherwise every segment
+when missing or insane), a rolled segment's state comes from its indexes and only the tail
+of the active segment is walked. Otherwise every segment
 that may hold offsets at or after the checkpointed recovery point is scanned batch by batch
 with its CRC-32C; the first torn or corrupt batch is cut off with everything after it
 (later segments included) and the scanned segments' indexes are rebuilt. It must not serve
@@ -105,7 +106,7 @@ def load_segments(directory: Path, config: LogConfig, *, recover: bool, now_ms: 
                 rebuilt.add(base)
                 if not _rebuild(seg, stats, verify_crc=False):
                     sound = _rebuild(seg, stats, verify_crc=True)
-            elif not seg.load_tail():
+            elif not (seg.load_sealed(next_base) if next_base is not None else seg.load_tail()):
                 logger.warning("%s: malformed tail after a clean shutdown", seg.log_path)
                 rebuilt.add(base)
                 sound = _rebuild(seg, stats, verify_crc=True)

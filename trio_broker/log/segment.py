@@ -380,6 +380,18 @@ class LogSegment:
         self._bytes_since_index = self.size - (last_index[1] if last_index else 0)
         return True
 
+    def load_sealed(self, next_segment_base: int) -> bool:
+        """Restore the state of a rolled segment from its indexes alone: ``seal`` left its
+        max timestamp as the last time index entry. Falls back to ``load_tail``."""
+        last_time = self.time_index.last_entry()
+        if last_time is None:
+            return self.load_tail()
+        self.max_timestamp, self.offset_of_max_timestamp = last_time
+        self.next_offset = next_segment_base
+        first = read_header(self.fd, 0)
+        self.first_batch_timestamp = first.max_timestamp if first else None
+        return True
+
     def rebuild(self, *, verify_crc: bool, min_offset: int) -> tuple[bool, int, int]:
         """Walk the whole file, rebuilding both indexes and the in-memory state.
 
