@@ -118,7 +118,9 @@ def test_offsets_by_time_and_delete_records(admin: AdminClient, broker: BrokerTh
     result = kadmin.delete_records({KTP("times", 0): 30})
     kadmin.close()
     assert result[KTP("times", 0)]["low_watermark"] == 30
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "w"})
+    c = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": "w", "enable.auto.commit": False}
+    )
     assert c.get_watermark_offsets(tp, timeout=10) == (30, 100)
     c.close()
 
@@ -137,7 +139,12 @@ def test_retention_by_bytes_deletes_old_segments(admin: AdminClient, broker: Bro
     start = plog.log_start_offset
     assert start > 0 and plog.size_bytes <= 4096 + 2048
     c = Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": "r", "auto.offset.reset": "earliest"}
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "r",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
     )
     c.assign([TopicPartition("small", 0, start)])
     m = c.poll(10)
