@@ -127,7 +127,11 @@ class ReplicaManager:
         plog = self.partition(topic, partition)
         metrics = self.metrics
         if plog is None:
-            return WriteResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return self._failed(
+                topic,
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"this broker has no partition {partition} of topic {topic!r}",
+            )
         if records is None or len(records) == 0:
             return self._failed(topic, ErrorCode.CORRUPT_MESSAGE, "the request has no records")
         if acks == -1 and self._min_insync.get(topic, 1) > 1:

@@ -1,0 +1,196 @@
+"""Produce and Fetch at the wire, every version, and their error cases."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from trio_broker.protocol.errors import ErrorCode
+from trio_broker.protocol.messages.fetch import FetchRequest
+from trio_broker.protocol.messages.metadata import MetadataRequest
+from trio_broker.protocol.messages.produce import ProduceRequest
+from trio_broker.records.builder import Record, build_batch
+from trio_broker.records.header import TimestampType
+from trio_broker.records.reader import iter_batches, iter_records
+
+from ..support.wire import AsyncWireClient
+
+TopicData = ProduceRequest.TopicProduceData
+PartitionData = TopicData.PartitionProduceData
+FetchTopic = FetchRequest.Topic
+FetchPartition = FetchTopic.Partition
+
+
+def address(broker) -> str:  # type: ignore[no-untyped-def]
+    host, port = broker.bound_listeners()["PLAINTEXT"]
+    return f"{host}:{port}"
+
+
+async def make_topic(client: AsyncWireClient, name: str) -> object:
+    req = MetadataRequest(topics=[MetadataRequest.Topic(name=name)], allow_auto_topic_creation=True)
+    (t,) = (await client.request(req, 12)).topics
+    assert t.error_code == 0
+    return t.topic_id
+
+
+def produce_req(
+    topic: str, records: bytes | None, acks: int = 1, partition: int = 0
+) -> ProduceRequest:
+    return ProduceRequest(
+        acks=acks,
+        timeout_ms=5000,
+        topic_data=[
+            TopicData(name=topic, partition_data=[PartitionData(index=partition, records=records)])
+        ],
+    )
+
+
+def batch(*values: bytes, ts: int = 1_700_000_000_000) -> bytes:
+    return build_batch([Record(key=None, value=v) for v in values], timestamp_ms=ts)
+
+
+def fetch_req(
+    topic: str,
+    offset: int,
+    topic_id: object = None,
+    *,
+    max_bytes: int = 1 << 20,
+    partition_max: int = 1 << 20,
+    wait: int = 0,
+    min_bytes: int = 1,
+) -> FetchRequest:
+    return FetchRequest(
+        replica_id=-1,
+        max_wait_ms=wait,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        topics=[
+            FetchTopic(
+                topic=topic,
+                topic_id=topic_id,
+                partitions=[
+                    FetchPartition(
+                        partition=0, fetch_offset=offset, partition_max_bytes=partition_max
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def values_of(records: memoryview | bytes) -> list[bytes]:
+    return [r.value for _, b in iter_batches(records) for r in iter_records(b)]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("version", range(3, 10))
+async def test_produce_every_version(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await make_topic(c, "t")
+    for i in range(3):
+        resp = await c.request(produce_req("t", batch(b"a%d" % i, b"b%d" % i)), version)
+        (p,) = resp.responses[0].partition_responses
+        assert (p.error_code, p.base_offset) == (0, 2 * i)
+
+
+@pytest.mark.parametrize("version", range(4, 14))
+async def test_fetch_every_version(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    topic_id = await make_topic(c, "t")
+    await c.request(produce_req("t", batch(b"x", b"y")), 7)
+    await c.request(produce_req("t", batch(b"z")), 7)
+    resp = await c.request(fetch_req("t", 1, topic_id), version)
+    (t,) = resp.responses
+    (p,) = t.partitions
+    assert p.error_code == 0 and p.high_watermark == 3
+    if version >= 13:
+        assert t.topic_id == topic_id
+    else:
+        assert t.topic == "t"
+    # Whole batches: the one holding offset 1 starts at offset 0.
+    assert values_of(p.records) == [b"x", b"y", b"z"]
+
+
+async def test_acks_0_gets_no_response_and_a_failure_closes(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await make_topic(c, "t")
+    await c.send(produce_req("t", batch(b"quiet"), acks=0), 7)
+    c._pending.clear()  # no response is coming for it
+    # The next request's answer is the next thing on the wire.
+    resp = await c.request(fetch_req("t", 0), 11)
+    assert values_of(resp.responses[0].partitions[0].records) == [b"quiet"]
+    await c.send(produce_req("nope", batch(b"lost"), acks=0), 7)
+    assert await c.closed_by_peer()
+
+
+@pytest.mark.parametrize(
+    ("records", "acks", "topic", "code"),
+    [
+        (batch(b"v"), 2, "t", ErrorCode.INVALID_REQUIRED_ACKS),
+        (batch(b"v"), 1, "missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        (batch(b"v")[:-3], 1, "t", ErrorCode.CORRUPT_MESSAGE),
+        (batch(b"v")[:30] + b"\xff" + batch(b"v")[31:], 1, "t", ErrorCode.CORRUPT_MESSAGE),
+        (batch(b"v" * 5000), 1, "small", ErrorCode.MESSAGE_TOO_LARGE),
+    ],
+    ids=["bad-acks", "unknown-topic", "torn-batch", "bad-crc", "too-large"],
+)
+async def test_produce_errors(run_broker, records: bytes, acks: int, topic: str, code: int) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await make_topic(c, "t")
+    await broker.create_topic("small", 1, {"max.message.bytes": "1024"})
+    resp = await c.request(produce_req(topic, records, acks=acks), 8)
+    (p,) = resp.responses[0].partition_responses
+    assert p.error_code == code
+    assert p.error_message  # v8+: says why
+    # Nothing was stored.
+    assert (await c.request(fetch_req("t", 0), 11)).responses[0].partitions[0].high_watermark == 0
+
+
+async def test_fetch_out_of_range_and_limits(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await make_topic(c, "t")
+    for i in range(5):
+        await c.request(produce_req("t", batch(b"%d" % i * 300)), 8)
+    (p,) = (await c.request(fetch_req("t", 99), 11)).responses[0].partitions
+    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.high_watermark == 5
+    # partition_max_bytes below one batch: still one whole batch (no stuck consumer)
+    (p,) = (await c.request(fetch_req("t", 0, partition_max=10), 11)).responses[0].partitions
+    assert values_of(p.records) == [b"0" * 300]
+    # max_bytes for two and a bit batches: two whole batches
+    size = len(batch(b"0" * 300))
+    (p,) = (await c.request(fetch_req("t", 0, max_bytes=2 * size + 50), 11)).responses[0].partitions
+    assert len(values_of(p.records)) == 2
+
+
+async def test_a_parked_fetch_completes_when_data_arrives(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    consumer = await AsyncWireClient.connect(address(broker))
+    producer = await AsyncWireClient.connect(address(broker))
+    await make_topic(producer, "t")
+    await consumer.send(fetch_req("t", 0, wait=30_000), 11)
+    await trio.testing.wait_all_tasks_blocked()
+    assert broker.fetch_purgatory.size == 1
+    start = trio.current_time()
+    await producer.request(produce_req("t", batch(b"wake")), 8)
+    _, resp = await consumer.receive()
+    assert trio.current_time() - start < 5
+    assert values_of(resp.responses[0].partitions[0].records) == [b"wake"]
+    assert broker.fetch_purgatory.size == 0
+
+
+async def test_log_append_time(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    await broker.create_topic("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    c = await AsyncWireClient.connect(address(broker))
+    resp = await c.request(produce_req("lat", batch(b"v", ts=1000)), 8)
+    (p,) = resp.responses[0].partition_responses
+    assert p.log_append_time_ms > 1_700_000_000_000
+    (f,) = (await c.request(fetch_req("lat", 0), 11)).responses[0].partitions
+    ((header, _),) = list(iter_batches(f.records))
+    assert header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert header.max_timestamp == p.log_append_time_ms
