@@ -20,6 +20,7 @@ from . import (
     configs,
     delete_records,
     fetch,
+    init_producer_id,
     list_offsets,
     metadata,
     produce,
@@ -79,5 +80,6 @@ API_TABLE = ApiTable(
         ApiEntry(messages.offsets.DELETE_RECORDS, delete_records.handle),
         ApiEntry(messages.configs.DESCRIBE_CONFIGS, configs.handle),
         ApiEntry(messages.topics.CREATE_PARTITIONS, topics.create_partitions),
+        ApiEntry(messages.produce.INIT_PRODUCER_ID, init_producer_id.handle),
     ]
 )

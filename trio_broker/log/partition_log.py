@@ -29,6 +29,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.primitives import FileRegion
 from trio_broker.records.header import BatchHeader, Compression, TimestampType
 from trio_broker.records.reader import iter_records
@@ -41,8 +42,9 @@ from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
 from .handles import FileHandle
 from .loader import LoadStats, load_segments
+from .producer_state import BatchMeta, ProducerStateError, ProducerStateManager
 from .results import AppendInfo, ReadInfo
-from .scan import read_header
+from .scan import BatchScanner, read_header
 from .segment import LogSegment, SegmentDamaged
 
 logger = logging.getLogger(__name__)
@@ -95,6 +97,7 @@ class PartitionLog:
         self._seg_tuple: tuple[LogSegment, ...] = ()
         self._bases: tuple[int, ...] = ()
         self._segments_changed()
+        self._producers = ProducerStateManager(directory)
 
     @classmethod
     def open(
@@ -121,7 +124,37 @@ class PartitionLog:
             now_ms,
         )
         log.checkpoint()
+        try:
+            log._load_producer_state(now_ms)
+        except OSError as exc:
+            raise LogStorageError(f"{directory}: cannot load producer state: {exc}") from exc
         return log
+
+    def _load_producer_state(self, now_ms: int) -> None:
+        """Newest snapshot at or below the log end, then replay the headers after it."""
+        log_end = self._segments[-1].next_offset
+        start = self._producers.load_latest(log_end)
+        if start is None:
+            start = self._log_start
+        self._producers.replay(self._headers_from(start), now_ms)
+        self._producers.truncate_head(self._log_start)
+
+    def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Batch headers of every batch ending at or after ``offset`` (headers only)."""
+        for seg in self._segments:
+            if seg.next_offset <= offset or seg.size == 0:
+                continue
+            scanner = BatchScanner(
+                seg.fd,
+                start=0,
+                end=seg.size,
+                segment_base_offset=seg.base_offset,
+                min_offset=0,
+                verify_crc=False,
+            )
+            for _, header in scanner:
+                if header.last_offset >= offset:
+                    yield header
 
     # -- state -------------------------------------------------------------------------
 
@@ -213,6 +246,19 @@ class PartitionLog:
                 config, records.size, log_end + records.record_count - 1, now_ms
             ):
                 rolled = self._roll_locked(now_ms)
+            duplicate = self._check_producers(records)
+            if duplicate is not None:
+                return AppendInfo(
+                    first_offset=duplicate.first_offset,
+                    last_offset=duplicate.last_offset,
+                    log_append_time_ms=-1,
+                    log_start_offset=self._log_start,
+                    record_count=0,
+                    size_bytes=0,
+                    max_timestamp=duplicate.max_timestamp,
+                    offset_of_max_timestamp=duplicate.first_offset,
+                    duplicate=True,
+                )
             active = self._segments[-1]
             append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else None
             stamped = assign_offsets(
@@ -237,6 +283,9 @@ class PartitionLog:
                         error = SegmentDamaged(f"rollback failed: {rollback_exc}")
                     raise self._storage_error("flush", error) from exc
             active.commit(pending, now_ms)
+            for header in stamped.headers:
+                if header.producer_id >= 0:
+                    self._producers.update(header, now_ms)
             if flush:
                 self._recovery_point = stamped.last_offset + 1
                 self._unflushed = 0
@@ -256,6 +305,23 @@ class PartitionLog:
                 rolled=rolled,
             )
 
+    def _check_producers(self, records: ValidatedRecords) -> BatchMeta | None:
+        """The sequence rules for idempotent batches (raises ``ProducerStateError``);
+        returns the earlier batch if this is a retry of one already appended."""
+        producer_batches = [
+            b.header
+            for b in records.batches
+            if b.header.producer_id >= 0 and not b.header.is_control
+        ]
+        if not producer_batches:
+            return None
+        if len(records.batches) > 1:
+            raise ProducerStateError(
+                ErrorCode.INVALID_RECORD,
+                "an idempotent produce must hold exactly one record batch per partition",
+            )
+        return self._producers.check(producer_batches[0])
+
     def _roll_locked(self, now_ms: int) -> bool:
         active = self._segments[-1]
         if active.size == 0:
@@ -268,6 +334,10 @@ class PartitionLog:
         self._segments.append(new)
         self._dir_dirty = True
         self._segments_changed()
+        try:
+            self._producers.take_snapshot(new.base_offset)
+        except OSError as exc:
+            logger.warning("%s: producer state snapshot failed: %s", self.directory, exc)
         return True
 
     def maybe_roll(self, now_ms: int) -> bool:
@@ -609,11 +679,21 @@ class PartitionLog:
         self._log_start = max(self._log_start, self._segments[0].base_offset)
         self._segments_changed()
         self._checkpoint_locked()
+        self._producers.truncate_head(self._log_start)
         for segment in removed:
             try:
                 segment.delete()
             except OSError as exc:  # the checkpoint already excludes it
                 logger.warning("%s: could not delete %s: %s", self.directory, segment, exc)
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``producer.id.expiration.ms``."""
+        with self._lock:
+            return self._producers.remove_expired(now_ms, expiration_ms)
+
+    @property
+    def producer_count(self) -> int:
+        return len(self._producers.producers)
 
     # -- end of life -------------------------------------------------------------------
 
@@ -628,8 +708,11 @@ class PartitionLog:
                 try:
                     self._flush_locked(None)
                     self._checkpoint_locked()
+                    self._producers.take_snapshot(self._segments[-1].next_offset)
                 except LogStorageError as exc:
                     error = exc
+                except OSError as exc:
+                    error = LogStorageError(f"{self.directory.name}: snapshot failed: {exc}")
             self._closed = True
             for segment in self._segments:
                 try:

@@ -23,6 +23,8 @@ class AppendInfo:
     max_timestamp: int
     offset_of_max_timestamp: int
     rolled: bool = False
+    # A retried idempotent batch: nothing was written, the offsets are the first write's.
+    duplicate: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
 from .delayed import DelayedResponse
 from .handler_pool import HandlerPool
+from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
 from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
@@ -61,6 +62,7 @@ class Broker:
         self.ready = False
         self.stopped = trio.Event()
         self.topics_catalog = TopicCatalog(self.data_dir, self.broker_id)
+        self.producer_ids = ProducerIdManager(self.data_dir)
         self._topic_lock = trio.Lock()
         control = config.control_plane_listener_name
         specs = [
@@ -153,6 +155,7 @@ class Broker:
             d.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_or_create_meta()
         self.topics_catalog.load()
+        self.producer_ids.load()
         self.replica_manager.open(self.topics_catalog.all())
 
     def _close_stores(self) -> None:
@@ -392,6 +395,11 @@ class Broker:
         return await self.replica_manager.list_offset(
             topic, partition, timestamp, committed_only=committed_only
         )
+
+    async def new_producer_id(self) -> int:
+        if self.producer_ids.needs_new_block:
+            return await trio.to_thread.run_sync(self.producer_ids.next_id)
+        return self.producer_ids.next_id()
 
     async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
         return await self.replica_manager.delete_records(topic, partition, offset)

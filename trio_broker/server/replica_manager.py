@@ -24,6 +24,7 @@ from ..log.config import LogConfig
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
 from ..log.partition_log import PartitionLog
+from ..log.producer_state import ProducerStateError
 from ..protocol.errors import ErrorCode
 from ..records.errors import RecordsError
 from ..records.validation import validate_batches
@@ -73,6 +74,7 @@ class ReplicaManager:
         self.metrics = metrics
         self.logs: LogManager | None = None
         self.leader_epoch = 0
+        self.duplicate_batches = 0  # retried idempotent batches answered from the cache
         self._min_insync: dict[str, int] = {}
 
     # ------------------------------------------------------------- life cycle
@@ -150,11 +152,20 @@ class ReplicaManager:
                 lambda: plog.append(validated, leader_epoch=self.leader_epoch, now_ms=now_ms()),
                 limiter=self.io_limiter,
             )
+        except ProducerStateError as exc:
+            return self._failed(topic, exc.error_code, str(exc))
         except LogStorageError as exc:
             log.error("append to %s-%d failed: %s", topic, partition, exc)
             return self._failed(topic, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
         except LogError as exc:  # the log was closed or deleted meanwhile
             return self._failed(topic, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc))
+        if info.duplicate:  # a retry of a batch already stored: same answer as the first
+            self.duplicate_batches += 1
+            return WriteResult(
+                error_code=ErrorCode.NONE,
+                base_offset=info.first_offset,
+                log_start_offset=info.log_start_offset,
+            )
         if metrics is not None:
             metrics.record_produce(topic, info.size_bytes, info.record_count)
         self.fetch_purgatory.check((topic, partition))
@@ -293,6 +304,10 @@ class ReplicaManager:
 
     def _retention(self) -> None:
         assert self.logs is not None
-        deleted = self.logs.apply_retention(now_ms())
+        now = now_ms()
+        deleted = self.logs.apply_retention(now)
         if deleted:
             log.info("retention deleted %d segments", deleted)
+        expiration = self.config["producer.id.expiration.ms"]
+        for _, plog in self.logs.logs():
+            plog.expire_producers(now, expiration)

@@ -1,0 +1,30 @@
+"""InitProducerId v0-v4: a producer id and epoch for an idempotent producer.
+
+Every call without a transactional id gets a new producer id at epoch 0 (also when an
+existing id and epoch are given, v3+: starting over with a fresh id is always safe for a
+non-transactional producer). Transactions are not supported: a transactional id is an
+INVALID_REQUEST, and the transaction APIs are not in ApiVersions.
+"""
+
+from __future__ import annotations
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.produce import InitProducerIdRequest, InitProducerIdResponse
+from .context import RequestContext
+
+
+async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse:
+    if req.transactional_id is not None:
+        return InitProducerIdResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            error_code=ErrorCode.INVALID_REQUEST,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    producer_id = await ctx.broker.new_producer_id()
+    return InitProducerIdResponse(
+        throttle_time_ms=ctx.throttle_time_ms,
+        error_code=ErrorCode.NONE,
+        producer_id=producer_id,
+        producer_epoch=0,
+    )

@@ -1,0 +1,261 @@
+"""Idempotent producers' state in one partition (Kafka's ProducerStateManager).
+
+Owns: for every producer id seen in the partition, its epoch and the metadata of its last
+five batches (sequence range and offsets); the sequence checks an append must pass; and
+snapshots of that state (``<20-digit offset>.snapshot``, JSON with a CRC-32C, written to a
+temporary file and renamed) from which a restart replays only the log after the snapshot.
+
+The rules, as Kafka's: a batch from an older epoch is INVALID_PRODUCER_EPOCH; a new epoch
+must start at sequence 0; within an epoch a batch must follow the last one's sequence, or
+it is OUT_OF_ORDER_SEQUENCE_NUMBER — unless it is one of the last five batches again (a
+retry after a lost response), which is answered with the offsets it got the first time. A
+producer the partition has never seen (or has forgotten) is accepted at any sequence.
+Blocking file I/O for snapshots; no trio. Callers hold the partition's lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import crc32c
+
+from ..protocol.errors import ErrorCode
+from ..records.header import BatchHeader
+from .files import fsync_dir
+
+CACHED_BATCHES = 5
+NO_SEQUENCE = -1
+INT32_MAX = 2**31 - 1
+SNAPSHOT_SUFFIX = ".snapshot"
+KEEP_SNAPSHOTS = 2
+
+
+class ProducerStateError(Exception):
+    """An append refused by the sequence rules; carries the Kafka error code."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMeta:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    producer_id: int
+    epoch: int
+    batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+    last_append_ms: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+
+def last_sequence(header: BatchHeader) -> int:
+    """The sequence of a batch's last record (sequences wrap after 2**31 - 1)."""
+    return (header.base_sequence + header.last_offset_delta) % (INT32_MAX + 1)
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (last_seq == INT32_MAX and next_seq == 0)
+
+
+def _meta_row(b: BatchMeta) -> list[int]:
+    return [b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.max_timestamp]
+
+
+def snapshot_name(offset: int) -> str:
+    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+class ProducerStateManager:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.producers: dict[int, ProducerEntry] = {}
+
+    # ----------------------------------------------------------------- checks
+
+    def check(self, header: BatchHeader) -> BatchMeta | None:
+        """Check one producer batch before it is appended.
+
+        Returns the earlier batch's metadata if this batch is a duplicate of one of the
+        producer's last five; raises ``ProducerStateError`` if the sequence rules refuse
+        it; returns None if it may be appended.
+        """
+        entry = self.producers.get(header.producer_id)
+        if entry is None:
+            return None
+        first_seq = header.base_sequence
+        epoch = header.producer_epoch
+        if epoch < entry.epoch:
+            raise ProducerStateError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"producer {header.producer_id} epoch {epoch} is older than {entry.epoch}",
+            )
+        if epoch > entry.epoch:
+            if first_seq != 0:
+                raise ProducerStateError(
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"producer {header.producer_id}: a new epoch {epoch} must start at "
+                    f"sequence 0, not {first_seq}",
+                )
+            return None
+        last_seq = last_sequence(header)
+        for meta in entry.batches:
+            if meta.first_seq == first_seq and meta.last_seq == last_seq:
+                return meta
+        current = entry.last_seq
+        if current != NO_SEQUENCE and not in_sequence(current, first_seq):
+            raise ProducerStateError(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"producer {header.producer_id} epoch {epoch}: sequence {first_seq} does not "
+                f"follow {current}",
+            )
+        return None
+
+    def update(self, header: BatchHeader, now_ms: int) -> None:
+        """Record a batch that was appended (its header carries its assigned offsets)."""
+        if header.producer_id < 0 or header.is_control:
+            return
+        entry = self.producers.get(header.producer_id)
+        if entry is None or header.producer_epoch > entry.epoch:
+            entry = ProducerEntry(header.producer_id, header.producer_epoch)
+            self.producers[header.producer_id] = entry
+        entry.batches.append(
+            BatchMeta(
+                header.base_sequence,
+                last_sequence(header),
+                header.base_offset,
+                header.last_offset,
+                header.max_timestamp,
+            )
+        )
+        entry.last_append_ms = now_ms
+
+    # ----------------------------------------------------------- housekeeping
+
+    def truncate_head(self, log_start_offset: int) -> None:
+        """Forget producers whose every batch now lies before the log start."""
+        gone = [pid for pid, e in self.producers.items() if e.last_offset < log_start_offset]
+        for pid in gone:
+            del self.producers[pid]
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``producer.id.expiration.ms``."""
+        gone = [
+            pid
+            for pid, e in self.producers.items()
+            if e.last_append_ms >= 0 and now_ms - e.last_append_ms >= expiration_ms
+        ]
+        for pid in gone:
+            del self.producers[pid]
+        return len(gone)
+
+    # -------------------------------------------------------------- snapshots
+
+    def snapshot_offsets(self) -> list[int]:
+        offsets = []
+        for name in os.listdir(self.directory):
+            if name.endswith(SNAPSHOT_SUFFIX):
+                stem = name[: -len(SNAPSHOT_SUFFIX)]
+                if stem.isdigit():
+                    offsets.append(int(stem))
+        return sorted(offsets)
+
+    def take_snapshot(self, offset: int) -> None:
+        """Write the state as of ``offset`` (the next offset to be appended)."""
+        body = json.dumps(
+            {
+                "version": 1,
+                "offset": offset,
+                "producers": [
+                    {
+                        "id": e.producer_id,
+                        "epoch": e.epoch,
+                        "last_append_ms": e.last_append_ms,
+                        "batches": [
+                            [
+                                b.first_seq,
+                                b.last_seq,
+                                b.first_offset,
+                                b.last_offset,
+                                b.max_timestamp,
+                            ]
+                            for b in e.batches
+                        ],
+                    }
+                    for e in self.producers.values()
+                ],
+            },
+            separators=(",", ":"),
+            sort_keys=True,
+        )
+        text = json.dumps({"crc": crc32c.crc32c(body.encode()), "body": body})
+        path = self.directory / snapshot_name(offset)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(self.directory)
+        for old in self.snapshot_offsets()[:-KEEP_SNAPSHOTS]:
+            self._delete_snapshot(old)
+
+    def load_latest(self, max_offset: int) -> int | None:
+        """Load the newest sound snapshot at or below ``max_offset``; returns its offset.
+
+        Snapshots above ``max_offset`` (the log was cut below them) or damaged are deleted.
+        """
+        self.producers.clear()
+        for offset in reversed(self.snapshot_offsets()):
+            if offset > max_offset:
+                self._delete_snapshot(offset)
+                continue
+            try:
+                self._load(self.directory / snapshot_name(offset))
+            except (OSError, ValueError, KeyError, TypeError):
+                self.producers.clear()
+                self._delete_snapshot(offset)
+                continue
+            return offset
+        return None
+
+    def _load(self, path: Path) -> None:
+        outer = json.loads(path.read_text())
+        body = outer["body"]
+        if crc32c.crc32c(body.encode()) != outer["crc"]:
+            raise ValueError(f"{path.name}: CRC mismatch")
+        data = json.loads(body)
+        for p in data["producers"]:
+            entry = ProducerEntry(p["id"], p["epoch"], last_append_ms=p["last_append_ms"])
+            for b in p["batches"]:
+                entry.batches.append(BatchMeta(*b))
+            self.producers[entry.producer_id] = entry
+
+    def replay(self, headers: Iterable[BatchHeader], now_ms: int) -> None:
+        """Rebuild state from batches in the log after the snapshot (headers only)."""
+        for header in headers:
+            self.update(header, now_ms)
+
+    def _delete_snapshot(self, offset: int) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.directory / snapshot_name(offset))
