@@ -114,7 +114,7 @@ def test_confluent_acks_all_round_trip(broker: BrokerThread, compression: str) -
 
 def test_kafka_python_round_trip(broker: BrokerThread) -> None:
     create_topic(broker.bootstrap, "kp", partitions=2)
-    # Idempotence (InitProducerId) comes with the consumer-groups issue.
+    # The plain (non-idempotent) path; idempotence has its own tests.
     producer = KafkaProducer(
         bootstrap_servers=broker.bootstrap, acks="all", linger_ms=2, enable_idempotence=False
     )
