@@ -8,9 +8,12 @@ nothing else of it, so they can be read (and tested) without the network or trio
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .context import Deferred, RequestContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,36 +52,6 @@ class TopicError(Exception):
         self.message = message
 
 
-class BrokerView(Protocol):
-    broker_id: int
-    cluster_id: str
-
-    @property
-    def controller_id(self) -> int: ...
-
-    def config_value(self, key: str) -> Any: ...
-
-    def endpoints(self, listener: str) -> Sequence[BrokerEndpoint]:
-        """Every broker's endpoint on ``listener`` (the one the request came in on)."""
-        ...
-
-    def api_versions(self, plane: str) -> Sequence[tuple[int, int, int]]:
-        """(api key, min version, max version) of every API served on ``plane``."""
-        ...
-
-    def topic(self, name: str) -> TopicInfo | None: ...
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
-
-    def topics(self) -> Sequence[TopicInfo]: ...
-
-    async def create_topic(
-        self, name: str, num_partitions: int, configs: Mapping[str, str | None]
-    ) -> TopicInfo:
-        """Create a topic (raises ``TopicError``)."""
-        ...
-
-
 @dataclass(slots=True)
 class WriteResult:
     """The outcome of appending one partition's records (Produce)."""
@@ -104,8 +77,78 @@ class ReadResult:
     size: int = 0
 
 
-class PartitionView(Protocol):
-    """What the data path handlers ask of the broker's partitions."""
+class ConfigEntryView(Protocol):
+    """One configuration value as DescribeConfigs and CreateTopics report it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def is_sensitive(self) -> bool: ...
+
+    @property
+    def source(self) -> int: ...
+
+    @property
+    def text(self) -> str | None: ...
+
+
+class BrokerView(Protocol):
+    """Everything a handler may ask of the broker."""
+
+    broker_id: int
+    cluster_id: str
+
+    @property
+    def controller_id(self) -> int: ...
+
+    def config_value(self, key: str) -> Any: ...
+
+    def endpoints(self, listener: str) -> Sequence[BrokerEndpoint]:
+        """Every broker's endpoint on ``listener`` (the one the request came in on)."""
+        ...
+
+    def api_versions(self, plane: str) -> Sequence[tuple[int, int, int]]:
+        """(api key, min version, max version) of every API served on ``plane``."""
+        ...
+
+    # -- topics
+
+    def topic(self, name: str) -> TopicInfo | None: ...
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
+
+    def topics(self) -> Sequence[TopicInfo]: ...
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str | None],
+        *,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        """Create a topic (raises ``TopicError``)."""
+        ...
+
+    async def delete_topic(self, name: str) -> None: ...
+
+    async def create_partitions(self, name: str, count: int, *, validate_only: bool) -> None: ...
+
+    def topic_config_entries(
+        self, name: str, overrides: Mapping[str, str | None] | None = None
+    ) -> Mapping[str, ConfigEntryView]: ...
+
+    def broker_config_entries(self) -> Mapping[str, ConfigEntryView]: ...
+
+    def config_type_name(self, name: str, resource_type: int) -> str: ...
+
+    def config_doc(self, name: str, resource_type: int) -> str | None: ...
+
+    # -- the data path
 
     async def produce(
         self, topic: str, partition: int, records: memoryview | None, acks: int
@@ -124,4 +167,32 @@ class PartitionView(Protocol):
 
     def log_size(self, topic: str, partition: int) -> int:
         """The partition's size in bytes, -1 if it has no log (cheap: for parked fetches)."""
+        ...
+
+    async def list_offset(
+        self, topic: str, partition: int, timestamp: int, *, committed_only: bool
+    ) -> tuple[int, int, int, int]:
+        """(error, offset, timestamp, leader epoch) for ListOffsets."""
+        ...
+
+    async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
+        """(error, low watermark) for DeleteRecords."""
+        ...
+
+    async def new_producer_id(self) -> int: ...
+
+    # -- waiting without holding a handler
+
+    def defer(
+        self,
+        ctx: RequestContext,
+        *,
+        keys: Sequence[Hashable],
+        timeout_ms: int,
+        ready: Callable[[], bool],
+        complete: Callable[[bool], Awaitable[Any]],
+        purgatory: str = "fetch",
+    ) -> Deferred:
+        """Park the request until ``ready()`` or ``timeout_ms``; ``complete(expired)``
+        builds the response then."""
         ...

@@ -24,7 +24,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 PRIMITIVES = frozenset(
     {
@@ -270,6 +270,10 @@ class Struct(metaclass=StructMeta):
 
     __fields__: ClassVar[tuple[FieldSpec, ...]] = ()
     __slots__ = ()
+
+    if TYPE_CHECKING:
+        # The metaclass builds a keyword-only __init__ from the declared fields.
+        def __init__(self, **fields: Any) -> None: ...
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
