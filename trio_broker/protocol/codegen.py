@@ -306,7 +306,7 @@ def _decode_value(
                 with src.indent():
                     if isinstance(item, type):
                         dname = f"_dec_{item.__name__}_{id(item)}"
-                        env[dname] = _LazyDecoder(item, version, flexible)
+                        env[dname] = _Lazy(decoder, item, version, flexible)
                         src(f"_it, pos = {dname}(data, mv, pos)")
                     else:
                         inner = FieldSpec(item, "0+", None, None, None, None, False)
@@ -316,7 +316,7 @@ def _decode_value(
         return
     if isinstance(t, type) and issubclass(t, Struct):
         dname = f"_dec_{t.__name__}_{id(t)}"
-        env[dname] = _LazyDecoder(t, version, flexible)
+        env[dname] = _Lazy(decoder, t, version, flexible)
         if nullable:
             marker = src.tmp("m")
             src(f"{marker}, = _unpack_from('>b', data, pos)")
@@ -362,22 +362,24 @@ def _decode_tagged(
         src("pos = _end")
 
 
-class _LazyDecoder:
-    """Resolves a nested struct's decoder on first call (structs may refer to each other)."""
+class _Lazy:
+    """A nested struct's decoder or encoder, compiled on first call (structs may refer to
+    each other, and most versions of most structs are never used)."""
 
-    __slots__ = ("cls", "flexible", "fn", "version")
+    __slots__ = ("args", "factory", "fn")
 
-    def __init__(self, cls: type[Struct], version: int, flexible: bool) -> None:
-        self.cls = cls
-        self.version = version
-        self.flexible = flexible
-        self.fn: Decoder | None = None
+    def __init__(
+        self, factory: Callable[..., Any], cls: type[Struct], version: int, flexible: bool
+    ) -> None:
+        self.factory = factory
+        self.args = (cls, version, flexible)
+        self.fn: Callable[..., Any] | None = None
 
-    def __call__(self, data: Any, mv: memoryview, pos: int) -> tuple[Any, int]:
+    def __call__(self, *args: Any) -> Any:
         fn = self.fn
         if fn is None:
-            fn = self.fn = decoder(self.cls, self.version, self.flexible)
-        return fn(data, mv, pos)
+            fn = self.fn = self.factory(*self.args)
+        return fn(*args)
 
 
 # ---------------------------------------------------------------------------- encoding
@@ -524,7 +526,7 @@ def _encode_value(
                 with src.indent():
                     if isinstance(item, type):
                         ename = f"_enc_{item.__name__}_{id(item)}"
-                        env[ename] = _LazyEncoder(item, version, flexible)
+                        env[ename] = _Lazy(encoder, item, version, flexible)
                         src(f"{ename}({it}, parts)")
                         if _contains_records(item, version):
                             src("b = parts[-1]")
@@ -535,7 +537,7 @@ def _encode_value(
         return
     if isinstance(t, type) and issubclass(t, Struct):
         ename = f"_enc_{t.__name__}_{id(t)}"
-        env[ename] = _LazyEncoder(t, version, flexible)
+        env[ename] = _Lazy(encoder, t, version, flexible)
         refetch = _contains_records(t, version)
         if nullable:
             src(f"if {v} is None:")
@@ -588,24 +590,6 @@ def _encode_tagged(
         src("b += _uvarint(_tag)")
         src("b += _uvarint(len(_data))")
         src("b += _data")
-
-
-class _LazyEncoder:
-    """Resolves a nested struct's encoder on first call."""
-
-    __slots__ = ("cls", "flexible", "fn", "version")
-
-    def __init__(self, cls: type[Struct], version: int, flexible: bool) -> None:
-        self.cls = cls
-        self.version = version
-        self.flexible = flexible
-        self.fn: Encoder | None = None
-
-    def __call__(self, obj: Any, parts: list[Any]) -> None:
-        fn = self.fn
-        if fn is None:
-            fn = self.fn = encoder(self.cls, self.version, self.flexible)
-        fn(obj, parts)
 
 
 def source_of(cls: type[Struct], version: int, kind: str = "decode") -> str:

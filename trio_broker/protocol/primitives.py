@@ -89,23 +89,12 @@ def varlong(n: int) -> bytes:
 def read_uvarint(data: Buffer, pos: int) -> tuple[int, int]:
     """Decode an unsigned varint at ``pos``; returns (value, new position)."""
     try:
-        b = data[pos]
-        if b < 0x80:
-            return b, pos + 1
-        result = b & 0x7F
-        shift = 7
-        pos += 1
-        while True:
-            b = data[pos]
-            pos += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result, pos
-            shift += 7
-            if shift > 63:
-                raise CorruptRequest("varint is too long")
+        first = data[pos]
     except IndexError:
         raise CorruptRequest("buffer ends inside a varint") from None
+    if first < 0x80:
+        return first, pos + 1
+    return uvarint_rest(data, pos + 1, first)
 
 
 def uvarint_rest(data: Buffer, pos: int, first: int) -> tuple[int, int]:
