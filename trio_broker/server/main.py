@@ -2,7 +2,9 @@
 
 Usage, as ``kafka-server-start.sh``::
 
-    trio-broker [--config FILE | FILE] [--override key=value ...]
+    trio-broker [--config FILE | FILE] [--from-env] [--override key=value ...]
+
+``--from-env`` applies ``TRIO_BROKER_*`` variables over the file, as container images do.
 
 A bad config key or value stops start-up with a message naming it (exit status 2).
 SIGTERM and SIGINT start a graceful shutdown; the process exits 0 once it is done.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -21,6 +24,7 @@ import trio
 
 from .. import __version__
 from .config import ConfigError, load_config
+from .env_config import overrides_from_env
 
 log = logging.getLogger("trio_broker")
 
@@ -38,6 +42,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="set a property, overriding the file (repeatable)",
     )
+    parser.add_argument(
+        "--from-env",
+        action="store_true",
+        help="apply TRIO_BROKER_* environment variables over the file (--override wins)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument("--version", action="version", version=f"trio-broker {__version__}")
     return parser.parse_args(argv)
@@ -51,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     path = args.config_opt or args.config_file
+    overrides = (
+        [*overrides_from_env(os.environ), *args.override] if args.from_env else args.override
+    )
     try:
-        config = load_config(path, args.override)
+        config = load_config(path, overrides)
     except ConfigError as exc:
         print(f"trio-broker: configuration error: {exc}", file=sys.stderr)
         return 2
