@@ -46,5 +46,5 @@ def test_only_prefixed_variables_count_and_the_config_accepts_them(tmp_path) -> 
 def test_an_unknown_variable_is_refused_by_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from trio_broker.server.config import ConfigError
 
-    with pytest.raises(ConfigError, match="num.io.thread"):
+    with pytest.raises(ConfigError, match=r"num\.io\.thread"):
         load_config(None, overrides_from_env({"TRIO_BROKER_NUM_IO_THREAD": "4"}))
