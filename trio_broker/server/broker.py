@@ -34,6 +34,8 @@ from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from .config import BrokerConfig
 from .handler_pool import HandlerPool
+from .metrics import BrokerMetrics
+from .purgatory import Purgatory
 from .request_handler import RequestHandler
 from .topics import TopicCatalog, write_atomically
 
@@ -93,12 +95,15 @@ class Broker:
                 1,
             )
         self.io_limiter = trio.CapacityLimiter(config["num.io.threads"])
+        self.purgatories: dict[str, Purgatory] = {}
+        self.metrics = BrokerMetrics.for_broker(self)
 
     # --------------------------------------------------------------- life cycle
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
         await trio.to_thread.run_sync(self._load_stores)
         async with trio.open_nursery() as handlers:
+            handlers.start_soon(self.metrics.run)  # samples pool busy times
             await handlers.start(self.data_pool.run)
             if self.control_pool is not None:
                 await handlers.start(self.control_pool.run)
@@ -109,6 +114,7 @@ class Broker:
                 log.info("trio-broker %s started: %s", self.broker_id, self._listeners_line())
                 task_status.started(self)
             # The socket server has ended: request channels are closed, handlers drain.
+            self.metrics.stop()
             handlers.cancel_scope.deadline = self.socket_server.shutdown_deadline + 1.0
         await trio.to_thread.run_sync(self._close_stores)
         log.info("trio-broker %s stopped", self.broker_id)
@@ -187,17 +193,12 @@ class Broker:
     # ------------------------------------------------------------------ metrics
 
     def metrics_snapshot(self) -> dict[str, Any]:
-        """The JSON metrics snapshot (schema ``trio-broker.metrics/1``; the metrics issue
-        fills it in)."""
-        return {
-            "schema": "trio-broker.metrics/1",
-            "broker_id": self.broker_id,
-            "uptime_s": (time.monotonic_ns() - self.started_ns) / 1e9,
-        }
+        """The JSON metrics snapshot, schema ``trio-broker.metrics/1`` (docs/metrics.md)."""
+        return self.metrics.snapshot()
 
     def prometheus_text(self) -> bytes:
-        """The same figures in Prometheus' text format (the metrics issue fills it in)."""
-        return b""
+        """The same figures in Prometheus' text format."""
+        return self.metrics.prometheus_text()
 
     # ----------------------------------------------------------- BrokerView
 
