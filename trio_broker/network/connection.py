@@ -160,6 +160,11 @@ class Connection:
             pass
         finally:
             self.closed = True
+            if self._in_flight is not None:
+                # ended without a response reaching the client: report it (metrics count
+                # it as an error; its send_complete_ns stays 0)
+                request, self._in_flight = self._in_flight, None
+                listener.request_completed(request)
             for action in self.mailbox.drain():
                 _release(action)
             await trio.aclose_forcefully(self.stream)
@@ -269,7 +274,6 @@ class Connection:
             self._maybe_unmute()
         elif isinstance(action, act.CloseConnectionResponse):
             self.close_reason = action.reason or "closed by the broker"
-            self._in_flight = None
             raise _CloseRequested
 
     def _response_done(self, request: Request) -> None:

@@ -47,6 +47,7 @@ class Processor:
         )
         self.retired = False
         self.created_ns = time.monotonic_ns()
+        self.retired_ns = 0  # when it left the pool (idle ratios across resizes)
         self.busy_ns = 0
 
     # ---------------------------------------------------------------- accounting
@@ -112,6 +113,7 @@ class Processor:
     def retire(self, survivors: list[Processor]) -> None:
         """Leave the pool: hand every connection to ``survivors``, round robin."""
         self.retired = True
+        self.retired_ns = time.monotonic_ns()
         for i, conn in enumerate(sorted(self.connections, key=lambda c: c.id)):
             new_owner = survivors[i % len(survivors)]
             conn.processor = new_owner

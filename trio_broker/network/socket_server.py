@@ -171,6 +171,8 @@ class ListenerRuntime:
         )
 
     def request_completed(self, request: Request) -> None:
+        """A request ended: its response was sent, it needed none, or its connection closed
+        first (then ``request.times.send_complete_ns`` is 0)."""
         observer = self.server.on_request_complete
         if observer is not None:
             observer(request)

@@ -38,6 +38,7 @@ from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
 from .delayed import DelayedResponse
 from .handler_pool import HandlerPool
+from .metrics import BrokerMetrics
 from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
 from .replica_manager import ReplicaManager
@@ -104,7 +105,7 @@ class Broker:
         self.io_limiter = trio.CapacityLimiter(config["num.io.threads"])
         self.fetch_purgatory = Purgatory("fetch")
         self.purgatories: dict[str, Purgatory] = {"fetch": self.fetch_purgatory}
-        self.metrics: Any = None
+        self.metrics = BrokerMetrics.for_broker(self)
         self.replica_manager = ReplicaManager(
             config, self.io_limiter, self.fetch_purgatory, self.metrics
         )
@@ -118,6 +119,7 @@ class Broker:
                 await services.start(purgatory.run)
             maintenance = trio.CancelScope()
             services.start_soon(self._run_maintenance, maintenance)
+            services.start_soon(self.metrics.run)  # samples pool busy times
             async with trio.open_nursery() as handlers:
                 await handlers.start(self.data_pool.run)
                 if self.control_pool is not None:
@@ -130,6 +132,7 @@ class Broker:
                     task_status.started(self)
                 # The socket server has ended: request channels are closed, handlers drain.
                 handlers.cancel_scope.deadline = self.socket_server.shutdown_deadline + 1.0
+            self.metrics.stop()
             for purgatory in self.purgatories.values():
                 purgatory.stop()
             maintenance.cancel()
@@ -218,17 +221,12 @@ class Broker:
     # ------------------------------------------------------------------ metrics
 
     def metrics_snapshot(self) -> dict[str, Any]:
-        """The JSON metrics snapshot (schema ``trio-broker.metrics/1``; the metrics issue
-        fills it in)."""
-        return {
-            "schema": "trio-broker.metrics/1",
-            "broker_id": self.broker_id,
-            "uptime_s": (time.monotonic_ns() - self.started_ns) / 1e9,
-        }
+        """The JSON metrics snapshot, schema ``trio-broker.metrics/1`` (docs/metrics.md)."""
+        return self.metrics.snapshot()
 
     def prometheus_text(self) -> bytes:
-        """The same figures in Prometheus' text format (the metrics issue fills it in)."""
-        return b""
+        """The same figures in Prometheus' text format."""
+        return self.metrics.prometheus_text()
 
     # ----------------------------------------------------------- BrokerView
 
@@ -312,6 +310,7 @@ class Broker:
             await trio.to_thread.run_sync(self._delete_topic_blocking, info)
         for p in info.partitions:
             self.fetch_purgatory.complete_all((name, p.index))
+        self.metrics.forget_topic(name)
         log.info("deleted topic %s", name)
 
     def _delete_topic_blocking(self, info: TopicInfo) -> None:

@@ -24,12 +24,21 @@ log = logging.getLogger("trio_broker.server")
 class Handler:
     """One handler task's state."""
 
-    __slots__ = ("busy_ns", "current", "id", "idle_scope", "started_ns", "stop_requested")
+    __slots__ = (
+        "busy_ns",
+        "current",
+        "ended_ns",
+        "id",
+        "idle_scope",
+        "started_ns",
+        "stop_requested",
+    )
 
     def __init__(self, handler_id: int) -> None:
         self.id = handler_id
         self.busy_ns = 0
         self.started_ns = time.monotonic_ns()
+        self.ended_ns = 0  # when the handler left its pool (idle ratios across resizes)
         self.current: Request | None = None
         self.stop_requested = False
         self.idle_scope: trio.CancelScope | None = None
@@ -113,4 +122,5 @@ class HandlerPool:
                     h.current = None
                     h.busy_ns += time.monotonic_ns() - start
         finally:
+            h.ended_ns = time.monotonic_ns()
             self.handlers.remove(h)

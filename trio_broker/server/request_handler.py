@@ -3,7 +3,8 @@
 Owns: ``RequestHandler.handle`` (what each handler task calls) and ``complete`` (also
 called by the purgatory when a delayed operation finishes). Responses are encoded here, on
 the handler side, as Kafka's handlers serialize their responses; the processor only writes
-bytes. A handler that raises is a broker bug: it is logged with the request and the
+bytes; ``on_response`` (the metrics' error-code counter) sees each encoded response body.
+A handler that raises is a broker bug: it is logged with the request and the
 connection is closed (the client retries), never left hanging.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..apis.context import CloseConnection, Deferred, RequestContext
@@ -28,6 +30,8 @@ class RequestHandler:
     def __init__(self, table: ApiTable, broker: BrokerView) -> None:
         self.table = table
         self.broker = broker
+        # Observer of every encoded response: (request, response body, version).
+        self.on_response: Callable[[Request, Any, int], None] | None = None
 
     def context_for(self, request: Request) -> RequestContext:
         conn = request.connection
@@ -83,6 +87,8 @@ class RequestHandler:
             log.exception("cannot encode the response to %r", request)
             self._close(request, "response encoding error")
             return
+        if self.on_response is not None:
+            self.on_response(request, response, ctx.response_version)
         processor.send_response(act.SendResponse(request, parts, parts_length(parts)))
 
     def fail(self, request: Request, reason: str) -> None:

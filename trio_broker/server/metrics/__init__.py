@@ -1,0 +1,14 @@
+"""Broker metrics: Kafka's request, pool, connection and topic metrics (the metrics issue).
+
+Modules, each owning one concern: ``window`` (sliding windows of HDR histograms and sums),
+``error_codes`` (compiled error-code counters of response bodies), ``requests`` (per
+request type figures and the request-path observers), ``pools`` (idle ratios of handler
+and processor pools across resizes), ``topics`` (BrokerTopicMetrics), ``snapshot`` (the
+JSON snapshot, docs/metrics.md), ``prometheus`` (the same figures for Prometheus) and
+``broker_metrics`` (``BrokerMetrics``: wiring, sampler task, the data path's API).
+"""
+
+from .broker_metrics import BrokerMetrics
+from .snapshot import SCHEMA
+
+__all__ = ["SCHEMA", "BrokerMetrics"]

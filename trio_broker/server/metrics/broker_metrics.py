@@ -1,0 +1,201 @@
+"""The broker's metrics: one object that records, samples and reports every figure.
+
+Owns: ``BrokerMetrics``. It holds the request metrics, the topic metrics, the log-flush
+histogram and one idle-ratio sampler per handler pool and per listener; it hooks its
+observers into the request path (``SocketServer.on_request_complete`` and
+``RequestHandler.on_response``) when ``metrics.enabled`` is true; it runs the sampler task
+(``run``, one sample per window slot, ended by ``stop``); and it reports
+(``snapshot`` for the JSON snapshot, ``prometheus_text`` for Prometheus, both from the same
+figures). The data path and the log call the small recording API: ``record_produce``,
+``record_produce_failure``, ``record_fetch``, ``record_fetch_failure``, ``forget_topic``,
+``record_log_flush``; the memory pool of ``queued.max.request.bytes`` plugs in with
+``set_memory_pool``. With ``metrics.enabled=false`` nothing is recorded per request or per
+batch; gauges (pools, queues, connections) are still read when asked.
+Must not: keep a figure twice, block, or hold the event loop for long.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from .pools import HandlerSampler, ProcessorSampler
+from .prometheus import prometheus_text, registry_for
+from .requests import RequestMetrics
+from .snapshot import build_snapshot
+from .topics import TopicMetrics
+from .window import Window, WindowedHistogram
+
+if TYPE_CHECKING:
+    from ...network.socket_server import SocketServer
+    from ..broker import Broker
+    from ..handler_pool import HandlerPool
+    from ..purgatory import Purgatory
+    from ..request_handler import RequestHandler
+
+SLOTS = 6
+MemoryPoolProbe = Callable[[], tuple[int, int]]
+"""Returns (available bytes, used bytes) of the request memory pool."""
+
+
+class BrokerMetrics:
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        window_s: float,
+        enabled: bool,
+        socket_server: SocketServer,
+        handler_pools: Mapping[str, tuple[str, HandlerPool]],
+        request_handler: RequestHandler | None = None,
+        purgatories: Callable[[], Mapping[str, Purgatory]] = dict,
+        started_ns: int | None = None,
+        memory_pool_capacity: int = -1,
+        clock: Callable[[], int] = time.monotonic_ns,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``handler_pools`` maps a pool's name ("io", "control") to (plane, pool)."""
+        self.broker_id = broker_id
+        self.enabled = enabled
+        self.window = Window(window_s, SLOTS, clock)
+        self.wall_clock = wall_clock
+        self.started_ns = clock() if started_ns is None else started_ns
+        self.socket_server = socket_server
+        self.purgatories = purgatories
+        self.requests = RequestMetrics(self.window)
+        self.topics = TopicMetrics()
+        self.log_flush = WindowedHistogram(self.window)
+        self.memory_pool_capacity = memory_pool_capacity
+        self._memory_probe: MemoryPoolProbe | None = None
+        self.seq = 0
+        self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
+        self.handler_samplers = {
+            name: HandlerSampler(self.window, pool) for name, (_, pool) in handler_pools.items()
+        }
+        self.processor_samplers = {
+            name: ProcessorSampler(self.window, lr) for name, lr in socket_server.listeners.items()
+        }
+        self._scope = trio.CancelScope()
+        self._registry = registry_for(self.figures)
+        if enabled:
+            _observe(socket_server, "on_request_complete", self.requests.completed)
+            if request_handler is not None:
+                _observe(request_handler, "on_response", self.requests.response)
+
+    @classmethod
+    def for_broker(cls, broker: Broker) -> BrokerMetrics:
+        """Wire the metrics to a broker's parts (called at the end of its construction)."""
+        config = broker.config
+        pools: dict[str, tuple[str, HandlerPool]] = {"io": ("data", broker.data_pool)}
+        if broker.control_pool is not None:
+            pools["control"] = ("control", broker.control_pool)
+        return cls(
+            broker_id=broker.broker_id,
+            window_s=config["metrics.window.seconds"],
+            enabled=config["metrics.enabled"],
+            socket_server=broker.socket_server,
+            handler_pools=pools,
+            request_handler=broker.request_handler,
+            purgatories=lambda: getattr(broker, "purgatories", {}),
+            started_ns=broker.started_ns,
+            memory_pool_capacity=config["queued.max.request.bytes"],
+        )
+
+    # ------------------------------------------------------------ sampler task
+
+    async def run(self) -> None:
+        """Sample the pools' busy times at every slot boundary until ``stop``."""
+        window = self.window
+        with self._scope:
+            while True:
+                now = window.clock()
+                next_boundary = (now // window.slot_ns + 1) * window.slot_ns
+                await trio.sleep((next_boundary - now) / 1e9)
+                self.sample()
+
+    def sample(self, now_ns: int | None = None) -> None:
+        now = self.window.clock() if now_ns is None else now_ns
+        for h in self.handler_samplers.values():
+            h.sample(now)
+        for p in self.processor_samplers.values():
+            p.sample(now)
+
+    def stop(self) -> None:
+        self._scope.cancel()
+
+    # ------------------------------------------------------- recording (data path)
+
+    def record_produce(self, topic: str, nbytes: int, messages: int) -> None:
+        """A produce appended ``messages`` records of ``nbytes`` bytes to ``topic``."""
+        if self.enabled:
+            self.topics.record_produce(topic, nbytes, messages)
+
+    def record_produce_failure(self, topic: str) -> None:
+        if self.enabled:
+            self.topics.record_produce_failure(topic)
+
+    def record_fetch(self, topic: str, nbytes: int) -> None:
+        """A fetch read ``nbytes`` bytes of ``topic`` to send to a client."""
+        if self.enabled:
+            self.topics.record_fetch(topic, nbytes)
+
+    def record_fetch_failure(self, topic: str) -> None:
+        if self.enabled:
+            self.topics.record_fetch_failure(topic)
+
+    def forget_topic(self, topic: str) -> None:
+        """A deleted topic leaves the per-topic figures."""
+        self.topics.forget(topic)
+
+    def record_log_flush(self, ms: float) -> None:
+        """A log flush took ``ms`` milliseconds (Kafka's LogFlushRateAndTimeMs)."""
+        if self.enabled:
+            now = self.window.clock()
+            self.log_flush.record(int(ms * 1000), now // self.window.slot_ns)
+
+    def set_memory_pool(self, probe: MemoryPoolProbe | None) -> None:
+        """Where MemoryPoolAvailable / MemoryPoolUsed come from (None: no pool)."""
+        self._memory_probe = probe
+
+    def memory_pool(self) -> dict[str, int | None]:
+        available: int | None = None
+        used: int | None = None
+        if self._memory_probe is not None:
+            available, used = self._memory_probe()
+        return {
+            "capacity_bytes": self.memory_pool_capacity,
+            "available_bytes": available,
+            "used_bytes": used,
+        }
+
+    # ---------------------------------------------------------------- reporting
+
+    def snapshot(self) -> dict[str, Any]:
+        """The JSON snapshot (schema ``trio-broker.metrics/1``); ``seq`` grows by one."""
+        self.seq += 1
+        return build_snapshot(self, self.seq)
+
+    def figures(self) -> dict[str, Any]:
+        """The same figures without taking a snapshot (``seq`` is the last one taken)."""
+        return build_snapshot(self, self.seq)
+
+    def prometheus_text(self) -> bytes:
+        """The figures in Prometheus' text format (takes no snapshot: ``seq`` stays)."""
+        return prometheus_text(self._registry)
+
+
+def _observe(target: Any, attribute: str, observer: Callable[..., None]) -> None:
+    """Set ``target.attribute`` to ``observer``, after any observer already there."""
+    previous = getattr(target, attribute, None)
+    if previous is None:
+        setattr(target, attribute, observer)
+        return
+
+    def both(*args: Any) -> None:
+        previous(*args)
+        observer(*args)
+
+    setattr(target, attribute, both)

@@ -1,0 +1,269 @@
+"""The metrics snapshot in Prometheus' text format, with Kafka-style names.
+
+Owns: ``SnapshotCollector`` (a ``prometheus_client`` custom collector that turns one
+snapshot dict into metric families on every scrape: no second bookkeeping) and
+``prometheus_text``. Names follow Kafka's MBeans as the JMX exporter spells them:
+``kafka_network_*`` for request and processor metrics, ``kafka_server_*`` for handler
+pools, connections, purgatories and topics, ``kafka_log_*`` for the log. Distributions are
+summaries (window quantiles, cumulative ``_count`` and ``_sum``, in ms). The list of names
+is in docs/metrics.md.
+Must not: compute figures of its own beyond renaming and relabelling.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .requests import PHASES
+
+Figures = Callable[[], dict[str, Any]]
+
+_QUANTILES = (("0.5", "p50"), ("0.75", "p75"), ("0.95", "p95"), ("0.99", "p99"), ("0.999", "p999"))
+_TOPIC_COUNTERS = (
+    ("messages_in", "Messages appended (MessagesInPerSec)"),
+    ("bytes_in", "Bytes appended by producers (BytesInPerSec)"),
+    ("bytes_out", "Bytes read by fetches (BytesOutPerSec)"),
+    ("failed_produce_requests", "Failed produce requests (FailedProduceRequestsPerSec)"),
+    ("failed_fetch_requests", "Failed fetch requests (FailedFetchRequestsPerSec)"),
+)
+
+
+def _summary(name: str, doc: str) -> Metric:
+    return Metric(name, doc, "summary")
+
+
+def _add_distribution(metric: Metric, labels: dict[str, str], dist: dict[str, Any]) -> None:
+    empty = not dist["window_count"]
+    for quantile, key in _QUANTILES:
+        value = math.nan if empty else float(dist[key])
+        metric.add_sample(metric.name, {**labels, "quantile": quantile}, value)
+    metric.add_sample(metric.name + "_count", labels, float(dist["count"]))
+    metric.add_sample(metric.name + "_sum", labels, float(dist["sum"]))
+
+
+class SnapshotCollector(Collector):
+    def __init__(self, figures: Figures) -> None:
+        self._figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._figures()
+        yield from _requests(s["requests"])
+        yield from _pools(s["pools"])
+        yield from _queues(s)
+        yield from _connections(s["connections"])
+        yield from _topics(s["topics"])
+        yield from _misc(s)
+
+
+def _requests(requests: dict[str, Any]) -> Iterator[Metric]:
+    total = CounterMetricFamily(
+        "kafka_network_requests", "Requests (RequestsPerSec)", labels=["request", "version"]
+    )
+    errors = CounterMetricFamily(
+        "kafka_network_request_errors",
+        "Error codes in responses, NONE included (ErrorsPerSec)",
+        labels=["request", "error"],
+    )
+    closed = CounterMetricFamily(
+        "kafka_network_request_closed",
+        "Requests that ended in a closed connection (counted as errors)",
+        labels=["request"],
+    )
+    nbytes = CounterMetricFamily(
+        "kafka_network_request_bytes", "Request bytes (RequestBytes)", labels=["request"]
+    )
+    handler = CounterMetricFamily(
+        "kafka_network_request_handler_time_ms",
+        "Handler time spent on a request type",
+        labels=["request"],
+    )
+    rate = GaugeMetricFamily(
+        "kafka_network_request_rate_per_second",
+        "Requests per second over the window",
+        labels=["request"],
+    )
+    phases = {
+        phase: _summary(
+            f"kafka_network_request_{phase}_time_ms",
+            f"{_phase_title(phase)} of requests, ms (window quantiles)",
+        )
+        for phase in PHASES
+    }
+    for name, rt in requests.items():
+        for version, n in rt["versions"].items():
+            total.add_metric([name, version], n)
+        for error, n in rt["errors_by_code"].items():
+            errors.add_metric([name, error], n)
+        closed.add_metric([name], rt["closed"])
+        nbytes.add_metric([name], rt["bytes"])
+        handler.add_metric([name], rt["handler_time_ms"])
+        rate.add_metric([name], rt["rate_per_s"])
+        for phase, metric in phases.items():
+            _add_distribution(metric, {"request": name}, rt[f"{phase}_time_ms"])
+    yield from (total, errors, closed, nbytes, handler, rate, *phases.values())
+
+
+def _phase_title(phase: str) -> str:
+    return "".join(w.capitalize() for w in phase.split("_")) + "Time"
+
+
+def _pools(pools: dict[str, Any]) -> Iterator[Metric]:
+    avg = GaugeMetricFamily(
+        "kafka_server_request_handler_avg_idle_ratio",
+        "Idle share of a handler pool over the window (RequestHandlerAvgIdlePercent)",
+        labels=["plane"],
+    )
+    each = GaugeMetricFamily(
+        "kafka_server_request_handler_idle_ratio",
+        "Idle share of one handler over the window",
+        labels=["plane", "handler"],
+    )
+    size = GaugeMetricFamily(
+        "kafka_server_request_handler_pool_size", "Handlers in a pool", labels=["plane"]
+    )
+    busy = GaugeMetricFamily(
+        "kafka_server_request_handler_busy", "Handlers running a request now", labels=["plane"]
+    )
+    usage = GaugeMetricFamily(
+        "kafka_server_request_handler_pool_usage_ratio",
+        "Share of a handler pool's time spent on a request type over the window (KIP-410)",
+        labels=["plane", "request"],
+    )
+    for name, pool in pools.items():
+        if name == "network":
+            continue
+        plane = pool["plane"]
+        avg.add_metric([plane], pool["idle_ratio"])
+        size.add_metric([plane], pool["size"])
+        busy.add_metric([plane], pool["busy"])
+        for h in pool["handlers"]:
+            each.add_metric([plane, str(h["id"])], h["idle_ratio"])
+        for request, share in pool["request_share"].items():
+            usage.add_metric([plane, request], share)
+    p_avg = GaugeMetricFamily(
+        "kafka_network_processor_avg_idle_ratio",
+        "Idle share of a listener's processors over the window (NetworkProcessorAvgIdlePercent)",
+        labels=["listener"],
+    )
+    p_each = GaugeMetricFamily(
+        "kafka_network_processor_idle_ratio",
+        "Idle share of one processor over the window",
+        labels=["listener", "processor"],
+    )
+    p_size = GaugeMetricFamily(
+        "kafka_network_processor_pool_size", "Processors of a listener", labels=["listener"]
+    )
+    p_conns = GaugeMetricFamily(
+        "kafka_network_processor_connections",
+        "Connections a processor owns",
+        labels=["listener", "processor"],
+    )
+    p_queue = GaugeMetricFamily(
+        "kafka_network_processor_response_queue_size",
+        "Response actions waiting in a processor's queue",
+        labels=["listener", "processor"],
+    )
+    for listener, lp in pools["network"].items():
+        p_avg.add_metric([listener], lp["idle_ratio"])
+        p_size.add_metric([listener], lp["size"])
+        for p in lp["processors"]:
+            labels = [listener, str(p["id"])]
+            p_each.add_metric(labels, p["idle_ratio"])
+            p_conns.add_metric(labels, p["connections"])
+            p_queue.add_metric(labels, p["response_queue_size"])
+    yield from (avg, each, size, busy, usage, p_avg, p_each, p_size, p_conns, p_queue)
+
+
+def _queues(s: dict[str, Any]) -> Iterator[Metric]:
+    size = GaugeMetricFamily(
+        "kafka_network_request_queue_size", "Requests queued (RequestQueueSize)", labels=["plane"]
+    )
+    capacity = GaugeMetricFamily(
+        "kafka_network_request_queue_capacity", "queued.max.requests", labels=["plane"]
+    )
+    for plane, q in s["request_queue"].items():
+        size.add_metric([plane], q["size"])
+        capacity.add_metric([plane], q["capacity"])
+    yield size
+    yield capacity
+    yield GaugeMetricFamily(
+        "kafka_network_response_queue_size",
+        "Response actions queued in all processors (ResponseQueueSize)",
+        value=s["response_queue"]["size"],
+    )
+    purgatory = GaugeMetricFamily(
+        "kafka_server_purgatory_size",
+        "Delayed operations waiting (PurgatorySize)",
+        labels=["purgatory"],
+    )
+    for name, p in s["purgatories"].items():
+        purgatory.add_metric([name], p["size"])
+    yield purgatory
+
+
+def _connections(c: dict[str, Any]) -> Iterator[Metric]:
+    count = GaugeMetricFamily(
+        "kafka_server_connection_count", "Open connections", labels=["listener"]
+    )
+    for listener, n in c["by_listener"].items():
+        count.add_metric([listener], n)
+    yield count
+    for key, doc in (
+        ("created", "Connections accepted (connection-creation)"),
+        ("closed", "Connections closed (connection-close)"),
+        ("rejected", "Connections refused by limits"),
+        ("reaped", "Idle connections closed (connections.max.idle.ms)"),
+    ):
+        yield CounterMetricFamily(f"kafka_server_connections_{key}", doc, value=c[key])
+    yield GaugeMetricFamily(
+        "kafka_server_connections_muted", "Connections muted now", value=c["muted"]
+    )
+    yield GaugeMetricFamily(
+        "kafka_server_connections_throttled", "Connections throttled now", value=c["throttled"]
+    )
+    bad = CounterMetricFamily(
+        "kafka_network_bad_requests", "Connections closed for bad input", labels=["kind"]
+    )
+    for kind, n in c["bad_requests"].items():
+        bad.add_metric([kind], n)
+    yield bad
+
+
+def _topics(t: dict[str, Any]) -> Iterator[Metric]:
+    for key, doc in _TOPIC_COUNTERS:
+        yield CounterMetricFamily(f"kafka_server_{key}", doc + ", all topics", value=t["all"][key])
+        per_topic = CounterMetricFamily(f"kafka_server_topic_{key}", doc, labels=["topic"])
+        for topic, counters in t["by_topic"].items():
+            per_topic.add_metric([topic], counters[key])
+        yield per_topic
+
+
+def _misc(s: dict[str, Any]) -> Iterator[Metric]:
+    yield GaugeMetricFamily("kafka_server_uptime_seconds", "Uptime", value=s["uptime_s"])
+    pool = s["memory_pool"]
+    for key, name in (("available_bytes", "available"), ("used_bytes", "used")):
+        if pool[key] is not None:
+            yield GaugeMetricFamily(
+                f"kafka_network_memory_pool_{name}_bytes",
+                f"Request memory pool, bytes {name} (MemoryPool{name.capitalize()})",
+                value=pool[key],
+            )
+    flush = _summary("kafka_log_flush_time_ms", "Log flush time, ms (LogFlushRateAndTimeMs)")
+    _add_distribution(flush, {}, s["log"]["flush_time_ms"])
+    yield flush
+
+
+def registry_for(figures: Figures) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(figures))
+    return registry
+
+
+def prometheus_text(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

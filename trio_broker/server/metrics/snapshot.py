@@ -1,0 +1,184 @@
+"""The JSON metrics snapshot, schema ``trio-broker.metrics/1`` (docs/metrics.md).
+
+Owns: ``build_snapshot``, which reads every figure of a ``BrokerMetrics`` (and the live
+state of the parts it watches: pools, queues, connections, purgatories) into one plain,
+JSON-ready dict. The shape is a contract with readers outside this package (the admin
+API, the Spark jobs): fields may be added, never renamed or removed; the JSON Schema
+``docs/metrics.schema.json`` checks it. Counters are cumulative since start; a reader
+derives rates from two snapshots. Times are in milliseconds, distributions carry window
+percentiles and max plus window and cumulative counts and sums.
+Must not: change any figure (except through ``BrokerMetrics.snapshot``'s ``seq``).
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+from typing import TYPE_CHECKING, Any
+
+from ...network.mute import MuteState
+from ...protocol.errors import ErrorCode
+from .requests import PHASES, RequestTypeMetrics
+
+if TYPE_CHECKING:
+    from .broker_metrics import BrokerMetrics
+
+SCHEMA = "trio-broker.metrics/1"
+_US_TO_MS = 1e-3
+_THROTTLED = frozenset(
+    {MuteState.MUTED_AND_THROTTLED, MuteState.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING}
+)
+
+
+def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
+    window = metrics.window
+    now = window.clock()
+    epoch = window.epoch(now)
+    server = metrics.socket_server
+    uptime_s = max(0.0, (now - metrics.started_ns) / 1e9)
+    # the span the window figures cover: the live slots, and no more than the uptime
+    window_s = min(window.span_ns, max(0, now - window.start_ns(epoch))) / 1e9
+    window_s = min(window_s, uptime_s)
+    rate_span_s = max(1e-3, window_s)
+    by_listener = {
+        name: sum(p.response_queue_size for p in lr.processors)
+        for name, lr in server.listeners.items()
+    }
+    return {
+        "schema": SCHEMA,
+        "broker_id": metrics.broker_id,
+        "seq": seq,
+        "ts": _iso_now(metrics),
+        "uptime_s": uptime_s,
+        "window_s": window_s,
+        "metrics_enabled": metrics.enabled,
+        "pools": _pools(metrics, now, epoch),
+        "request_queue": {
+            plane: {"size": channel.size, "capacity": channel.capacity}
+            for plane, channel in _request_channels(server).items()
+        },
+        "response_queue": {"size": sum(by_listener.values()), "by_listener": by_listener},
+        "connections": _connections(metrics),
+        "requests": {
+            name: _request_type(rt, epoch, rate_span_s)
+            for name, rt in sorted(metrics.requests.by_name.items())
+        },
+        "topics": {
+            "all": metrics.topics.total.as_dict(),
+            "by_topic": {name: c.as_dict() for name, c in sorted(metrics.topics.by_topic.items())},
+        },
+        "purgatories": {
+            name: {
+                "size": p.size,
+                "completed": p.completed_count,
+                "expired": p.expired_count,
+            }
+            for name, p in sorted(metrics.purgatories().items())
+        },
+        "memory_pool": metrics.memory_pool(),
+        "log": {"flush_time_ms": metrics.log_flush.read(epoch).scaled(_US_TO_MS)},
+    }
+
+
+def _iso_now(metrics: BrokerMetrics) -> str:
+    ts = datetime.datetime.fromtimestamp(metrics.wall_clock(), datetime.UTC)
+    return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _request_channels(server: Any) -> dict[str, Any]:
+    channels = {"data": server.data_requests}
+    if server.control_requests is not None:
+        channels["control"] = server.control_requests
+    return channels
+
+
+def _pools(metrics: BrokerMetrics, now: int, epoch: int) -> dict[str, Any]:
+    pools: dict[str, Any] = {}
+    usage = _handler_usage(metrics, epoch)
+    for name, sampler in metrics.handler_samplers.items():
+        pool = sampler.pool
+        figures = sampler.idle(now)
+        plane = metrics.pool_planes[name]
+        exist = figures.existence_ns
+        pools[name] = {
+            "plane": plane,
+            "size": pool.size,
+            "busy": pool.busy,
+            "idle_ratio": figures.idle_ratio,
+            "handlers": [
+                {
+                    "id": h.id,
+                    "idle_ratio": figures.units.get(h.id, 1.0),
+                    "busy": h.current is not None,
+                }
+                for h in pool.handlers
+            ],
+            "request_share": {
+                request: min(1.0, used_ns / exist) if exist else 0.0
+                for request, used_ns in sorted(usage.get(plane, {}).items())
+            },
+        }
+    network: dict[str, Any] = {}
+    for name, processors in metrics.processor_samplers.items():
+        lr = processors.listener
+        figures = processors.idle(now)
+        network[name] = {
+            "plane": lr.plane,
+            "size": len(lr.processors),
+            "idle_ratio": figures.idle_ratio,
+            "processors": [
+                {
+                    "id": p.id,
+                    "idle_ratio": figures.units.get(p.id, 1.0),
+                    "connections": len(p.connections),
+                    "response_queue_size": p.response_queue_size,
+                }
+                for p in lr.processors
+            ],
+        }
+    pools["network"] = network
+    return pools
+
+
+def _handler_usage(metrics: BrokerMetrics, epoch: int) -> dict[str, dict[str, int]]:
+    """Handler ns per plane and request type in the window (KIP-410's pool usage)."""
+    usage: dict[str, dict[str, int]] = collections.defaultdict(dict)
+    for name, rt in metrics.requests.by_name.items():
+        for plane, handler in rt.handler.items():
+            usage[plane][name] = handler.read(epoch) * 1000
+    return usage
+
+
+def _connections(metrics: BrokerMetrics) -> dict[str, Any]:
+    server = metrics.socket_server
+    counters = server.counters
+    conns = server.all_connections()
+    states = collections.Counter(c.mute_state.value for c in conns)
+    return {
+        "count": len(conns),
+        "created": counters.connections_opened,
+        "closed": counters.connections_closed,
+        "rejected": counters.connections_rejected,
+        "reaped": counters.connections_reaped,
+        "muted": sum(1 for c in conns if c.mute_state is not MuteState.NOT_MUTED),
+        "throttled": sum(1 for c in conns if c.mute_state in _THROTTLED),
+        "by_mute_state": {s.value: states.get(s.value, 0) for s in MuteState},
+        "by_listener": {name: len(lr.connections) for name, lr in server.listeners.items()},
+        "bad_requests": dict(sorted(counters.bad_requests.items())),
+    }
+
+
+def _request_type(rt: RequestTypeMetrics, epoch: int, rate_span_s: float) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "count": rt.count,
+        "errors": rt.error_count,
+        "closed": rt.closed,
+        "bytes": rt.bytes,
+        "handler_time_ms": round(rt.handler_time_us * _US_TO_MS, 3),
+        "versions": {str(v): n for v, n in sorted(rt.versions.items())},
+        "errors_by_code": {ErrorCode.name_of(code): n for code, n in sorted(rt.errors.items())},
+    }
+    for phase in PHASES:
+        out[f"{phase}_time_ms"] = rt.phase(phase).read(epoch).scaled(_US_TO_MS)
+    out["rate_per_s"] = out["total_time_ms"]["window_count"] / rate_span_s
+    return out
