@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,8 @@ class PartitionLog:
         self._bases: tuple[int, ...] = ()
         self._segments_changed()
         self._producers = ProducerStateManager(directory)
+        # Told how long each fsync took, in ms (the broker's LogFlushRateAndTimeMs).
+        self.flush_listener: Callable[[float], None] | None = None
 
     @classmethod
     def open(
@@ -358,12 +361,16 @@ class PartitionLog:
     # -- durability --------------------------------------------------------------------
 
     def _fsync_locked(self) -> None:
+        began = time.perf_counter()
         start = max(0, bisect_right(self._bases, self._recovery_point) - 1)
         for seg in self._segments[start:]:
             seg.flush()
         if self._dir_dirty:
             fsync_dir(self.directory)
             self._dir_dirty = False
+        listener = self.flush_listener
+        if listener is not None:
+            listener((time.perf_counter() - began) * 1000)
 
     def flush(self, now_ms: int | None = None) -> None:
         """fsync everything appended so far; the recovery point moves to the log end."""

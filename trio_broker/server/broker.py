@@ -113,6 +113,7 @@ class Broker:
     # --------------------------------------------------------------- life cycle
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
+        self.replica_manager.trio_token = trio.lowlevel.current_trio_token()
         await trio.to_thread.run_sync(self._load_stores)
         async with trio.open_nursery() as services:
             for purgatory in self.purgatories.values():

@@ -73,6 +73,8 @@ class ReplicaManager:
         self.fetch_purgatory = fetch_purgatory
         self.metrics = metrics
         self.logs: LogManager | None = None
+        # The event loop's token, so worker threads can hand figures back to it.
+        self.trio_token: trio.lowlevel.TrioToken | None = None
         self.leader_epoch = 0
         self.duplicate_batches = 0  # retried idempotent batches answered from the cache
         self._min_insync: dict[str, int] = {}
@@ -87,6 +89,19 @@ class ReplicaManager:
         )
         for t in topics:
             self.create_logs(t)
+        for _, plog in self.logs.logs():
+            self._observe(plog)
+
+    def _observe(self, plog: PartitionLog) -> None:
+        """Report the log's fsync times to the metrics, from whatever thread flushes it."""
+        metrics, token = self.metrics, self.trio_token
+        if metrics is None or token is None:
+            return
+
+        def flushed(ms: float) -> None:
+            token.run_sync_soon(metrics.record_log_flush, ms)  # thread-safe, never blocks
+
+        plog.flush_listener = flushed
 
     def close(self) -> None:
         if self.logs is not None:
@@ -101,7 +116,9 @@ class ReplicaManager:
         )
         for p in topic.partitions:
             if self.logs.get(topic.name, p.index) is None:
-                self.logs.create(topic.name, p.index, config, topic_id=topic.topic_id)
+                self._observe(
+                    self.logs.create(topic.name, p.index, config, topic_id=topic.topic_id)
+                )
 
     def delete_logs(self, topic: TopicInfo) -> None:
         """Delete every partition log of ``topic`` (blocking)."""

@@ -215,3 +215,24 @@ async def test_disabled_metrics_record_nothing_per_request(run_broker) -> None: 
     assert s["connections"]["count"] == 1  # gauges are still read
     prometheus_samples(broker.prometheus_text())
     await client.aclose()
+
+
+async def test_log_flush_times_are_recorded(run_broker) -> None:  # type: ignore[no-untyped-def]
+    from trio_broker.records import Record, build_batch
+
+    from ...data.test_wire_data_path import produce_req
+
+    broker = await run_broker({"log.flush.interval.messages": "1"})
+    await broker.create_topic("durable", 1, {})
+    client = await AsyncWireClient.connect(addr(broker))
+    for i in range(5):
+        batch = build_batch([Record(None, b"%d" % i)])
+        (p,) = (
+            (await client.request(produce_req("durable", batch), 8))
+            .responses[0]
+            .partition_responses
+        )
+        assert p.error_code == 0
+    await trio.testing.wait_all_tasks_blocked()
+    flush = broker.metrics_snapshot()["log"]
+    assert flush["flush_time_ms"]["count"] >= 5, flush
