@@ -105,6 +105,7 @@ class Connection:
         self._scope: trio.CancelScope | None = None
         self._read_scope: trio.CancelScope | None = None
         self._in_flight: Request | None = None
+        self._reserved = 0  # memory-pool bytes held for the frame being read
 
     # ------------------------------------------------------------------ control
 
@@ -164,7 +165,11 @@ class Connection:
                 # ended without a response reaching the client: report it (metrics count
                 # it as an error; its send_complete_ns stays 0)
                 request, self._in_flight = self._in_flight, None
+                self._release_memory(request)
                 listener.request_completed(request)
+            if self._reserved and listener.memory_pool is not None:
+                listener.memory_pool.release(self._reserved)
+                self._reserved = 0
             for action in self.mailbox.drain():
                 _release(action)
             await trio.aclose_forcefully(self.stream)
@@ -189,8 +194,14 @@ class Connection:
 
     async def _read_frame(self, idle_ns: int) -> bytes | None:
         framer = self.framer
-        frame = framer.next_frame()
-        while frame is None:
+        while True:
+            if not self._reserved:
+                size = framer.frame_size()
+                if size is not None and not await self._reserve(size):
+                    return None
+            frame = framer.next_frame()
+            if frame is not None:
+                return frame
             if self._draining:
                 return None
             with trio.CancelScope() as scope:
@@ -211,8 +222,30 @@ class Connection:
             self.bytes_in += len(data)
             self.last_active_ns = time.monotonic_ns()
             framer.receive_data(data)
-            frame = framer.next_frame()
-        return frame
+
+    async def _reserve(self, size: int) -> bool:
+        """Reserve the frame's bytes in the memory pool before reading them; while the
+        pool is used up, the connection is muted and reads nothing. False: shutting down."""
+        pool = self.listener.memory_pool
+        if pool is None or pool.try_reserve(size):
+            self._reserved = size
+            return True
+        self.mute_state = transition(self.mute_state, MuteEvent.MUTE)
+        with trio.CancelScope() as scope:
+            self._read_scope = scope
+            await pool.reserve(size)
+            self._reserved = size
+        self._read_scope = None
+        self.mute_state = transition(self.mute_state, MuteEvent.UNMUTE)
+        return not scope.cancelled_caught
+
+    def _release_memory(self, request: Request | None) -> None:
+        pool = self.listener.memory_pool
+        if pool is None:
+            return
+        if request is not None and request.memory:
+            pool.release(request.memory)
+            request.memory = 0
 
     def _parse(self, frame: bytes) -> Request:
         start = time.monotonic_ns()
@@ -247,7 +280,9 @@ class Connection:
             size=len(frame) + 4,
             times=RequestTimes(start_ns=start),
             plane=self.listener.plane,
+            memory=self._reserved,
         )
+        self._reserved = 0
         processor.add_busy(time.monotonic_ns() - start)
         return request
 
@@ -277,6 +312,7 @@ class Connection:
             raise _CloseRequested
 
     def _response_done(self, request: Request) -> None:
+        self._release_memory(request)
         self.mute_state = transition(self.mute_state, MuteEvent.RESPONSE_SENT)
         self._in_flight = None
         self.listener.request_completed(request)

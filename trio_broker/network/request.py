@@ -58,6 +58,8 @@ class Request:
     times: RequestTimes
     plane: str = "data"
     context: dict[str, Any] = field(default_factory=dict)
+    # Bytes reserved in the memory pool for this request until it completes.
+    memory: int = 0
 
     @property
     def api_name(self) -> str:

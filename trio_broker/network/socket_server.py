@@ -31,6 +31,8 @@ import trio
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.schema import VersionRange
 from .connection import Connection
+from .connection_quotas import UNLIMITED, ConnectionLimits, ConnectionQuotas
+from .memory_pool import MemoryPool
 from .processor import Processor
 from .request import Request
 
@@ -74,6 +76,7 @@ class NetworkCounters:
     connections_closed: int = 0
     connections_reaped: int = 0
     connections_rejected: int = 0
+    connections_evicted: int = 0
     bad_requests: dict[str, int] = field(default_factory=dict)
 
 
@@ -94,6 +97,9 @@ class ListenerRuntime:
         self.max_request_size = server.max_request_size
         self.idle_timeout_ns = server.idle_timeout_ns
         self.api_versions = server.api_versions[spec.plane]
+        # Control requests are small and must pass when data requests used the memory up.
+        self.memory_pool = server.memory_pool if spec.plane == "data" else None
+        self.quotas = server.quotas
         self.processors: list[Processor] = []
         self.connections: set[Connection] = set()
         self.counters = server.counters
@@ -103,6 +109,7 @@ class ListenerRuntime:
         self._rr = 0
         self._conn_index = itertools.count()
         self._acceptor_scope = trio.CancelScope()
+        self._rejected_logged: set[str] = set()
 
     @property
     def host(self) -> str:
@@ -149,10 +156,33 @@ class ListenerRuntime:
     def connection_opened(self, conn: Connection) -> None:
         self.connections.add(conn)
         self.counters.connections_opened += 1
+        control = self.plane == "control"
+        self.quotas.opened(self.name, conn.remote[0], control=control)
+        excess = self.quotas.excess(self.name, control=control)
+        if excess:
+            self.evict(excess, newcomer=conn)
+
+    def evict(self, count: int, newcomer: Connection | None) -> None:
+        """Close the least recently active data-plane connections (Kafka's
+        closeExcessConnections): a listener over its own limit loses its own, a broker
+        over max.connections loses them wherever they are."""
+        over_listener = self.quotas.per_listener[self.name] > self.quotas.limits.per_listener.get(
+            self.name, UNLIMITED
+        )
+        pool = self.connections if over_listener else self.server.data_plane_connections()
+        candidates = sorted(
+            (c for c in pool if c is not newcomer and not c.closed and not c.close_reason),
+            key=lambda c: c.last_active_ns,
+        )
+        for victim in candidates[:count]:
+            victim.close("closed to stay within max.connections (least recently used)")
+            self.quotas.evicted += 1
+            self.counters.connections_evicted += 1
 
     def connection_closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
         self.counters.connections_closed += 1
+        self.quotas.closed(self.name, conn.remote[0], control=self.plane == "control")
         log.debug("connection %s closed: %s", conn.id, conn.close_reason)
 
     def connection_reaped(self, conn: Connection) -> None:
@@ -221,7 +251,9 @@ class ListenerRuntime:
                 await trio.aclose_forcefully(lst)
 
     async def _accept_loop(self, listener: trio.SocketListener) -> None:
+        control = self.plane == "control"
         while True:
+            await self.quotas.wait_for_creation_slot(self.name, control=control)
             try:
                 stream = await listener.accept()
             except OSError as exc:
@@ -230,6 +262,23 @@ class ListenerRuntime:
                     await trio.sleep(0.1)
                     continue
                 raise
+            try:
+                ip = stream.socket.getpeername()[0]
+            except OSError:
+                await trio.aclose_forcefully(stream)
+                continue
+            if not control and not self.quotas.admit(ip):
+                self.counters.connections_rejected += 1
+                if ip not in self._rejected_logged:
+                    self._rejected_logged.add(ip)
+                    log.warning(
+                        "refusing connections from %s on %s: over max.connections.per.ip (%d)",
+                        ip,
+                        self.name,
+                        self.quotas.ip_limit(ip),
+                    )
+                await trio.aclose_forcefully(stream)
+                continue
             await self._hand_over(stream)
 
     async def _hand_over(self, stream: trio.SocketStream) -> None:
@@ -261,6 +310,8 @@ class SocketServer:
         max_request_size: int,
         api_versions: dict[str, dict[int, VersionRange]],
         idle_timeout_ms: int = 0,
+        limits: ConnectionLimits | None = None,
+        queued_max_request_bytes: int = -1,
         on_request_complete: Callable[[Request], None] | None = None,
     ) -> None:
         self.specs = listeners
@@ -268,6 +319,8 @@ class SocketServer:
         self.max_request_size = max_request_size
         self.idle_timeout_ns = idle_timeout_ms * 1_000_000
         self.api_versions = api_versions
+        self.quotas = ConnectionQuotas(limits or ConnectionLimits())
+        self.memory_pool = MemoryPool(queued_max_request_bytes)
         self.on_request_complete = on_request_complete
         self.counters = NetworkCounters()
         self.data_requests = RequestChannel("data", queued_max_requests)
@@ -296,6 +349,9 @@ class SocketServer:
     def all_connections(self) -> list[Connection]:
         return [c for lr in self.listeners.values() for c in lr.connections]
 
+    def data_plane_connections(self) -> list[Connection]:
+        return [c for lr in self.listeners.values() if lr.plane == "data" for c in lr.connections]
+
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Bind all listeners; ``started`` once every one of them accepts."""
         async with trio.open_nursery() as nursery:
@@ -306,6 +362,15 @@ class SocketServer:
         self.data_requests.close()
         if self.control_requests is not None:
             self.control_requests.close()
+
+    def update_limits(self, limits: ConnectionLimits) -> None:
+        """New connection limits (a dynamic config change): connections over a lowered
+        limit are closed at once, least recently used first."""
+        self.quotas.update(limits)
+        for lr in self.listeners.values():
+            excess = self.quotas.excess(lr.name, control=lr.plane == "control")
+            if excess:
+                lr.evict(excess, newcomer=None)
 
     def resize(self, listener_name: str, size: int) -> None:
         lr = self.listeners[listener_name]

@@ -41,6 +41,20 @@ class FrameDecoder:
         (size,) = _SIZE.unpack_from(buf, 0)
         return max(1, 4 + size - len(buf))
 
+    def frame_size(self) -> int | None:
+        """The size of the frame in progress once its prefix is in (checked), else None."""
+        buf = self._buf
+        if len(buf) < 4:
+            return None
+        (size,) = _SIZE.unpack_from(buf, 0)
+        if size <= 0:
+            raise InvalidFrameSize(f"frame size {size} is not positive")
+        if size > self.max_frame_size:
+            raise FrameTooLarge(
+                f"frame size {size} is larger than socket.request.max.bytes ({self.max_frame_size})"
+            )
+        return size
+
     def next_frame(self) -> bytes | None:
         """The next whole frame, or ``None`` if more bytes are needed."""
         buf = self._buf

@@ -31,6 +31,7 @@ from ..apis.context import Deferred, RequestContext
 from ..apis.services import BrokerEndpoint, ReadResult, TopicError, TopicInfo, WriteResult
 from ..apis.table import API_TABLE, ApiTable
 from ..apis.topic_names import topic_name_error
+from ..network.connection_quotas import ConnectionLimits
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
@@ -82,6 +83,8 @@ class Broker:
             queued_max_requests=config["queued.max.requests"],
             max_request_size=config["socket.request.max.bytes"],
             idle_timeout_ms=config["connections.max.idle.ms"],
+            limits=connection_limits(config),
+            queued_max_request_bytes=config["queued.max.request.bytes"],
             api_versions={
                 "data": api_table.versions("data"),
                 "control": api_table.versions("control"),
@@ -106,6 +109,9 @@ class Broker:
         self.fetch_purgatory = Purgatory("fetch")
         self.purgatories: dict[str, Purgatory] = {"fetch": self.fetch_purgatory}
         self.metrics = BrokerMetrics.for_broker(self)
+        pool = self.socket_server.memory_pool
+        if pool.bounded:
+            self.metrics.set_memory_pool(lambda: (pool.available, pool.used))
         self.replica_manager = ReplicaManager(
             config, self.io_limiter, self.fetch_purgatory, self.metrics
         )
@@ -420,6 +426,27 @@ class Broker:
         op = DelayedResponse(deadline, request, self.request_handler, ready, complete)
         self.purgatories[purgatory].park(op, keys)
         return Deferred(op)
+
+
+def connection_limits(config: BrokerConfig) -> ConnectionLimits:
+    """The network layer's connection limits from the broker's config."""
+
+    def per_listener(key: str) -> dict[str, int]:
+        out = {}
+        for lc in config.listeners:
+            value = config.listener_setting(lc.name, key)
+            if value is not None:
+                out[lc.name] = int(value)
+        return out
+
+    return ConnectionLimits(
+        max_connections=config["max.connections"],
+        per_listener=per_listener("max.connections"),
+        max_per_ip=config["max.connections.per.ip"],
+        per_ip_overrides=config.max_connections_per_ip_overrides,
+        max_creation_rate=config["max.connection.creation.rate"],
+        per_listener_rate=per_listener("max.connection.creation.rate"),
+    )
 
 
 def _host_port(host: str, port: int) -> str:

@@ -912,6 +912,10 @@ class BrokerConfig(Mapping[str, Any]):
         """(host, port) of the first admin listener; ``None`` if admin.listeners is empty."""
         return self._admin[0] if self._admin else None
 
+    def listener_setting(self, listener: str, key: str) -> Any:
+        """``listener.name.<listener>.<key>`` if set, else None (see ``LISTENER_KEYS``)."""
+        return self._values.get(f"listener.name.{listener.lower()}.{key}")
+
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
         return _parse_ip_overrides(self._values["max.connections.per.ip.overrides"])
@@ -949,8 +953,17 @@ def load_config(path: Path | str | None, overrides: Sequence[str] = ()) -> Broke
 # --------------------------------------------------------------------------- internals
 
 
+# Keys a listener may set for itself, as ``listener.name.<listener>.<key>`` (Kafka's
+# per-listener overrides); the listener part is lower case, as Kafka writes it.
+LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate"})
+_LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
+
+
 def _known_key(name: str, raw: str | None) -> ConfigKey:
     key = BROKER_CONFIG_DEF.get(name)
+    if key is None and (m := _LISTENER_PREFIX.fullmatch(name)) and m.group(2) in LISTENER_KEYS:
+        base = BROKER_CONFIG_DEF[m.group(2)]
+        return ConfigKey(name, base.type, None, base.doc, base.validator, dynamic=base.dynamic)
     if key is None:
         shown = HIDDEN if raw is not None and looks_sensitive(name) else raw
         reason = "unknown configuration key"

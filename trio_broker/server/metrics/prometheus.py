@@ -219,6 +219,8 @@ def _connections(c: dict[str, Any]) -> Iterator[Metric]:
         ("closed", "Connections closed (connection-close)"),
         ("rejected", "Connections refused by limits"),
         ("reaped", "Idle connections closed (connections.max.idle.ms)"),
+        ("evicted", "Least recently used connections closed over max.connections"),
+        ("throttled_accepts", "Accepts delayed by max.connection.creation.rate"),
     ):
         yield CounterMetricFamily(f"kafka_server_connections_{key}", doc, value=c[key])
     yield GaugeMetricFamily(

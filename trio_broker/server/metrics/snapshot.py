@@ -160,6 +160,8 @@ def _connections(metrics: BrokerMetrics) -> dict[str, Any]:
         "closed": counters.connections_closed,
         "rejected": counters.connections_rejected,
         "reaped": counters.connections_reaped,
+        "evicted": counters.connections_evicted,
+        "throttled_accepts": server.quotas.throttled_accepts,
         "muted": sum(1 for c in conns if c.mute_state is not MuteState.NOT_MUTED),
         "throttled": sum(1 for c in conns if c.mute_state in _THROTTLED),
         "by_mute_state": {s.value: states.get(s.value, 0) for s in MuteState},
