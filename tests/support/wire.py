@@ -1,4 +1,4 @@
-"""A tiny blocking Kafka client over a raw socket, built on our own codec (client side).
+"""Kafka clients over raw sockets on our own codec (client side): blocking and trio.
 
 For tests that need what real clients hide: pipelining, exact versions, raw bad bytes,
 and seeing the broker close a connection.
@@ -7,7 +7,6 @@ and seeing the broker close a connection.
 from __future__ import annotations
 
 import itertools
-import socket
 import struct
 from typing import Any
 
@@ -16,79 +15,12 @@ from trio_broker.protocol.api import spec_for
 from trio_broker.protocol.header import decode_response, encode_request
 from trio_broker.protocol.primitives import join_parts
 from trio_broker.protocol.schema import Request
+from trio_broker.tools.client import WireClient as _ToolClient
 
+__all__ = ["AsyncWireClient", "WireClient"]
 
-class WireClient:
-    def __init__(self, address: str, client_id: str | None = "wire-test", timeout: float = 10.0):
-        host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
-        self.client_id = client_id
-        self._corr = itertools.count(1)
-        self._pending: dict[int, tuple[int, int]] = {}
-
-    def frame(
-        self, body: Request, version: int, correlation_id: int | None = None
-    ) -> tuple[int, bytes]:
-        corr = next(self._corr) if correlation_id is None else correlation_id
-        data = join_parts(encode_request(version, corr, self.client_id, body))
-        self._pending[corr] = (body.api_key, version)
-        return corr, data
-
-    def send(self, body: Request, version: int) -> int:
-        corr, data = self.frame(body, version)
-        self.sock.sendall(data)
-        return corr
-
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def read_frame(self) -> bytes:
-        size = struct.unpack(">i", self._read_exact(4))[0]
-        return self._read_exact(size)
-
-    def receive(self) -> tuple[int, Any]:
-        frame = self.read_frame()
-        corr = struct.unpack_from(">i", frame)[0]
-        api_key, version = self._pending.pop(corr)
-        spec = spec_for(api_key)
-        assert spec is not None
-        if api_key == 18 and version not in spec.versions:
-            version = 0  # KIP-511: the answer to an unknown ApiVersions version is v0
-        return decode_response(spec, version, frame)
-
-    def request(self, body: Request, version: int) -> Any:
-        corr = self.send(body, version)
-        got, response = self.receive()
-        assert got == corr
-        return response
-
-    def _read_exact(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            buf += chunk
-        return bytes(buf)
-
-    def closed_by_peer(self) -> bool:
-        """True once the broker has closed the connection (waits up to the timeout)."""
-        try:
-            data = self.sock.recv(1)
-        except (ConnectionResetError, BrokenPipeError):
-            return True
-        except TimeoutError:
-            return False
-        return data == b""
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> WireClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+# The blocking client is the one our tools use.
+WireClient = _ToolClient
 
 
 class AsyncWireClient:

@@ -43,6 +43,26 @@ class TopicInfo:
     configs: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterBroker:
+    broker_id: int
+    endpoints: dict[str, tuple[str, int]]  # listener name -> (host, port)
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAssignment:
+    """One partition state of a LeaderAndIsr request, decoded."""
+
+    topic: str
+    topic_id: uuid.UUID | None
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
 class TopicError(Exception):
     """A topic operation refused with a Kafka error code and a message for the client."""
 
@@ -180,6 +200,25 @@ class BrokerView(Protocol):
         ...
 
     async def new_producer_id(self) -> int: ...
+
+    # -- the control plane (LeaderAndIsr, StopReplica, UpdateMetadata)
+
+    async def leader_and_isr(
+        self, controller_epoch: int, assignments: Sequence[PartitionAssignment]
+    ) -> list[int]: ...
+
+    async def stop_replicas(
+        self, controller_epoch: int, partitions: Sequence[tuple[str, int, bool]]
+    ) -> list[int]: ...
+
+    async def update_metadata(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        brokers: list[ClusterBroker],
+        partitions: dict[str, dict[int, PartitionInfo]],
+        topic_ids: dict[str, uuid.UUID],
+    ) -> int: ...
 
     # -- waiting without holding a handler
 

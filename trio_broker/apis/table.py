@@ -18,6 +18,7 @@ from ..protocol.schema import VersionRange
 from . import (
     api_versions,
     configs,
+    controller,
     delete_records,
     fetch,
     init_producer_id,
@@ -81,5 +82,11 @@ API_TABLE = ApiTable(
         ApiEntry(messages.configs.DESCRIBE_CONFIGS, configs.handle),
         ApiEntry(messages.topics.CREATE_PARTITIONS, topics.create_partitions),
         ApiEntry(messages.produce.INIT_PRODUCER_ID, init_producer_id.handle),
+        # The inter-broker control requests: the control-plane listener only.
+        ApiEntry(messages.controller.LEADER_AND_ISR, controller.leader_and_isr, control_only=True),
+        ApiEntry(messages.controller.STOP_REPLICA, controller.stop_replica, control_only=True),
+        ApiEntry(
+            messages.controller.UPDATE_METADATA, controller.update_metadata, control_only=True
+        ),
     ]
 )

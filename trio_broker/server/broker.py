@@ -23,18 +23,29 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import trio
 
 from ..apis.context import Deferred, RequestContext
-from ..apis.services import BrokerEndpoint, ReadResult, TopicError, TopicInfo, WriteResult
+from ..apis.services import (
+    BrokerEndpoint,
+    ClusterBroker,
+    PartitionAssignment,
+    PartitionInfo,
+    ReadResult,
+    TopicError,
+    TopicInfo,
+    WriteResult,
+)
 from ..apis.table import API_TABLE, ApiTable
 from ..apis.topic_names import topic_name_error
 from ..network.connection_quotas import ConnectionLimits
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
+from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
 from .delayed import DelayedResponse
@@ -65,6 +76,7 @@ class Broker:
         self.stopped = trio.Event()
         self.topics_catalog = TopicCatalog(self.data_dir, self.broker_id)
         self.producer_ids = ProducerIdManager(self.data_dir)
+        self.cluster = ClusterState(self.data_dir, self.broker_id)
         self._topic_lock = trio.Lock()
         control = config.control_plane_listener_name
         specs = [
@@ -113,7 +125,7 @@ class Broker:
         if pool.bounded:
             self.metrics.set_memory_pool(lambda: (pool.available, pool.used))
         self.replica_manager = ReplicaManager(
-            config, self.io_limiter, self.fetch_purgatory, self.metrics
+            config, self.io_limiter, self.fetch_purgatory, self.cluster, self.metrics
         )
 
     # --------------------------------------------------------------- life cycle
@@ -166,6 +178,7 @@ class Broker:
         self.cluster_id = self._load_or_create_meta()
         self.topics_catalog.load()
         self.producer_ids.load()
+        self.cluster.load()
         self.replica_manager.open(self.topics_catalog.all())
 
     def _close_stores(self) -> None:
@@ -239,12 +252,18 @@ class Broker:
 
     @property
     def controller_id(self) -> int:
-        return self.broker_id
+        cache = self.cluster.cache
+        return cache.controller_id if cache.from_controller else self.broker_id
 
     def config_value(self, key: str) -> Any:
         return self.config[key]
 
     def endpoints(self, listener: str) -> Sequence[BrokerEndpoint]:
+        cache = self.cluster.cache
+        if cache.from_controller:
+            known = cache.endpoints(listener)
+            if any(e.node_id == self.broker_id for e in known):
+                return known
         # advertised.listeners (or, when unset, listeners) with port 0 or no host filled
         # in from the address actually bound.
         adv = self.config.advertised_listener(listener)
@@ -259,13 +278,44 @@ class Broker:
         return [(k, v.lo, v.hi) for k, v in self.api_table.versions(plane).items()]
 
     def topic(self, name: str) -> TopicInfo | None:
-        return self.topics_catalog.get(name)
+        info = self.topics_catalog.get(name)
+        if info is not None:
+            return self._cluster_view(info)
+        return self._cached_topic(name)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        return self.topics_catalog.get_by_id(topic_id)
+        info = self.topics_catalog.get_by_id(topic_id)
+        if info is not None:
+            return self._cluster_view(info)
+        cache = self.cluster.cache
+        name = next((t for t, i in cache.topic_ids.items() if i == topic_id), None)
+        return None if name is None else self._cached_topic(name)
 
     def topics(self) -> Sequence[TopicInfo]:
-        return self.topics_catalog.all()
+        local = [self._cluster_view(t) for t in self.topics_catalog.all()]
+        names = {t.name for t in local}
+        remote = [
+            info
+            for name in sorted(self.cluster.cache.partitions)
+            if name not in names and (info := self._cached_topic(name)) is not None
+        ]
+        return local + remote
+
+    def _cluster_view(self, info: TopicInfo) -> TopicInfo:
+        """A local topic with leaders as the control plane set them."""
+        if not self.cluster.leadership and not self.cluster.cache.from_controller:
+            return info
+        parts = tuple(self.cluster.partition_info(info.name, p.index) for p in info.partitions)
+        return replace(info, partitions=parts)
+
+    def _cached_topic(self, name: str) -> TopicInfo | None:
+        """A topic this broker holds no partition of, as the controller described it."""
+        cache = self.cluster.cache
+        parts = cache.partitions_of(name)
+        if not parts:
+            return None
+        topic_id = cache.topic_ids.get(name, ZERO_UUID)
+        return TopicInfo(name, topic_id, tuple(parts[i] for i in sorted(parts)))
 
     async def create_topic(
         self,
@@ -318,6 +368,7 @@ class Broker:
         for p in info.partitions:
             self.fetch_purgatory.complete_all((name, p.index))
         self.metrics.forget_topic(name)
+        self.cluster.forget_topic(name)
         log.info("deleted topic %s", name)
 
     def _delete_topic_blocking(self, info: TopicInfo) -> None:
@@ -401,6 +452,78 @@ class Broker:
         return await self.replica_manager.list_offset(
             topic, partition, timestamp, committed_only=committed_only
         )
+
+    # control plane: see ClusterState
+
+    async def leader_and_isr(
+        self, controller_epoch: int, assignments: Sequence[PartitionAssignment]
+    ) -> list[int]:
+        """Apply LeaderAndIsr partition states; an error code for each."""
+        if not self.cluster.check_controller(controller_epoch):
+            return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(assignments)
+        errors: list[int] = []
+        for a in assignments:
+            error = self.cluster.assign(a)
+            if error == ErrorCode.NONE:
+                await self._ensure_partition(a.topic, a.topic_id, a.partition)
+                if a.leader != self.broker_id:
+                    self.fetch_purgatory.complete_all((a.topic, a.partition))
+            errors.append(error)
+        await trio.to_thread.run_sync(self.cluster.save)
+        return errors
+
+    async def _ensure_partition(self, topic: str, topic_id: uuid.UUID | None, index: int) -> None:
+        """Make sure this broker has ``topic`` with partition ``index`` and its log."""
+        async with self._topic_lock:
+            info = self.topics_catalog.get(topic)
+
+            def make() -> None:
+                if info is None:
+                    new = self.topics_catalog.create(
+                        topic, index + 1, {}, topic_id=topic_id if topic_id != ZERO_UUID else None
+                    )
+                elif index >= len(info.partitions):
+                    new = self.topics_catalog.with_partitions(info, index + 1)
+                    self.topics_catalog.replace(new)
+                else:
+                    new = info
+                self.replica_manager.create_logs(new)
+
+            await trio.to_thread.run_sync(make)
+
+    async def stop_replicas(
+        self, controller_epoch: int, partitions: Sequence[tuple[str, int, bool]]
+    ) -> list[int]:
+        """Apply StopReplica: stop serving, and delete the log when asked."""
+        if not self.cluster.check_controller(controller_epoch):
+            return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(partitions)
+        errors: list[int] = []
+        for topic, index, delete in partitions:
+            self.cluster.stop(topic, index)
+            self.fetch_purgatory.complete_all((topic, index))
+            if delete and self.replica_manager.partition(topic, index) is not None:
+                await trio.to_thread.run_sync(
+                    self.replica_manager.delete_partition_log, topic, index
+                )
+            errors.append(ErrorCode.NONE)
+        await trio.to_thread.run_sync(self.cluster.save)
+        return errors
+
+    async def update_metadata(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        brokers: list[ClusterBroker],
+        partitions: dict[str, dict[int, PartitionInfo]],
+        topic_ids: dict[str, uuid.UUID],
+    ) -> int:
+        if not self.cluster.check_controller(controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self.cluster.update_metadata(
+            controller_id, controller_epoch, brokers, partitions, topic_ids
+        )
+        await trio.to_thread.run_sync(self.cluster.save)
+        return ErrorCode.NONE
 
     async def new_producer_id(self) -> int:
         if self.producer_ids.needs_new_block:

@@ -28,6 +28,7 @@ from ..log.producer_state import ProducerStateError
 from ..protocol.errors import ErrorCode
 from ..records.errors import RecordsError
 from ..records.validation import validate_batches
+from .cluster_state import ClusterState
 from .config import BrokerConfig
 from .purgatory import Purgatory
 from .topic_config import effective_topic_config
@@ -66,16 +67,17 @@ class ReplicaManager:
         config: BrokerConfig,
         io_limiter: trio.CapacityLimiter,
         fetch_purgatory: Purgatory,
+        cluster: ClusterState,
         metrics: Any = None,
     ) -> None:
         self.config = config
+        self.cluster = cluster
         self.io_limiter = io_limiter
         self.fetch_purgatory = fetch_purgatory
         self.metrics = metrics
         self.logs: LogManager | None = None
         # The event loop's token, so worker threads can hand figures back to it.
         self.trio_token: trio.lowlevel.TrioToken | None = None
-        self.leader_epoch = 0
         self.duplicate_batches = 0  # retried idempotent batches answered from the cache
         self._min_insync: dict[str, int] = {}
 
@@ -120,6 +122,11 @@ class ReplicaManager:
                     self.logs.create(topic.name, p.index, config, topic_id=topic.topic_id)
                 )
 
+    def delete_partition_log(self, topic: str, partition: int) -> None:
+        """StopReplica with deletion: this partition's log goes (blocking)."""
+        assert self.logs is not None
+        self.logs.delete(topic, partition)
+
     def delete_logs(self, topic: TopicInfo) -> None:
         """Delete every partition log of ``topic`` (blocking)."""
         assert self.logs is not None
@@ -151,6 +158,10 @@ class ReplicaManager:
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 f"this broker has no partition {partition} of topic {topic!r}",
             )
+        if not self.cluster.leads(topic, partition):
+            return self._failed(
+                topic, ErrorCode.NOT_LEADER_OR_FOLLOWER, self._not_leader(topic, partition)
+            )
         if records is None or len(records) == 0:
             return self._failed(topic, ErrorCode.CORRUPT_MESSAGE, "the request has no records")
         if acks == -1 and self._min_insync.get(topic, 1) > 1:
@@ -164,9 +175,10 @@ class ReplicaManager:
             validated = validate_batches(records, max_batch_bytes=plog.config.max_message_bytes)
         except RecordsError as exc:
             return self._failed(topic, exc.error_code, str(exc))
+        epoch = self.cluster.leader_epoch(topic, partition)
         try:
             info = await trio.to_thread.run_sync(
-                lambda: plog.append(validated, leader_epoch=self.leader_epoch, now_ms=now_ms()),
+                lambda: plog.append(validated, leader_epoch=epoch, now_ms=now_ms()),
                 limiter=self.io_limiter,
             )
         except ProducerStateError as exc:
@@ -193,6 +205,12 @@ class ReplicaManager:
             log_start_offset=info.log_start_offset,
         )
 
+    def _not_leader(self, topic: str, partition: int) -> str:
+        leader = self.cluster.leader_of(topic, partition)
+        return f"broker {self.cluster.broker_id} does not lead {topic}-{partition}" + (
+            f" (broker {leader} does)" if leader >= 0 else ""
+        )
+
     def _failed(self, topic: str, code: int, message: str) -> WriteResult:
         if self.metrics is not None:
             self.metrics.record_produce_failure(topic)
@@ -211,6 +229,8 @@ class ReplicaManager:
         plog = self.partition(topic, partition)
         if plog is None:
             return ReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if not self.cluster.leads(topic, partition):
+            return ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         try:
             info = plog.read(
                 fetch_offset,
@@ -256,7 +276,9 @@ class ReplicaManager:
         plog = self.partition(topic, partition)
         if plog is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1
-        epoch = self.leader_epoch
+        if not self.cluster.leads(topic, partition):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1
+        epoch = self.cluster.leader_epoch(topic, partition)
         if timestamp == EARLIEST:
             return ErrorCode.NONE, plog.log_start_offset, -1, epoch
         if timestamp == LATEST:
@@ -281,6 +303,8 @@ class ReplicaManager:
         plog = self.partition(topic, partition)
         if plog is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+        if not self.cluster.leads(topic, partition):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
         hw = plog.high_watermark
         target = hw if offset == -1 else offset
         if target < 0 or target > hw:

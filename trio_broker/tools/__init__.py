@@ -1,0 +1,1 @@
+"""Command-line tools that talk to brokers over the Kafka protocol (client side)."""
