@@ -20,6 +20,8 @@ from . import (
     configs,
     delete_records,
     fetch,
+    group_offsets,
+    groups,
     list_offsets,
     metadata,
     produce,
@@ -79,5 +81,17 @@ API_TABLE = ApiTable(
         ApiEntry(messages.offsets.DELETE_RECORDS, delete_records.handle),
         ApiEntry(messages.configs.DESCRIBE_CONFIGS, configs.handle),
         ApiEntry(messages.topics.CREATE_PARTITIONS, topics.create_partitions),
+        # group coordinator (transactions are not served, so not listed)
+        ApiEntry(messages.groups.FIND_COORDINATOR, groups.find_coordinator),
+        ApiEntry(messages.groups.JOIN_GROUP, groups.join_group),
+        ApiEntry(messages.groups.SYNC_GROUP, groups.sync_group),
+        ApiEntry(messages.groups.HEARTBEAT, groups.heartbeat),
+        ApiEntry(messages.groups.LEAVE_GROUP, groups.leave_group),
+        ApiEntry(messages.groups.DESCRIBE_GROUPS, groups.describe_groups),
+        ApiEntry(messages.groups.LIST_GROUPS, groups.list_groups),
+        ApiEntry(messages.groups.DELETE_GROUPS, groups.delete_groups),
+        ApiEntry(messages.group_offsets.OFFSET_COMMIT, group_offsets.offset_commit),
+        ApiEntry(messages.group_offsets.OFFSET_FETCH, group_offsets.offset_fetch),
+        ApiEntry(messages.group_offsets.OFFSET_DELETE, group_offsets.offset_delete),
     ]
 )

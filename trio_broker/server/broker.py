@@ -37,6 +37,7 @@ from ..protocol.schema import ZERO_UUID
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
 from .delayed import DelayedResponse
+from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
 from .purgatory import Purgatory
 from .replica_manager import ReplicaManager
@@ -106,6 +107,13 @@ class Broker:
         self.replica_manager = ReplicaManager(
             config, self.io_limiter, self.fetch_purgatory, self.metrics
         )
+        # Parked JoinGroup / SyncGroup requests wait here for the group coordinator.
+        self.purgatories["rebalance"] = Purgatory("rebalance")
+        self.group_coordinator = GroupCoordinator(
+            CoordinatorConfig.from_broker(config),
+            LogOffsetsTopic(config, self.topics_catalog, self.replica_manager),
+            notify=self.purgatories["rebalance"].check,
+        )
 
     # --------------------------------------------------------------- life cycle
 
@@ -116,6 +124,7 @@ class Broker:
                 await services.start(purgatory.run)
             maintenance = trio.CancelScope()
             services.start_soon(self._run_maintenance, maintenance)
+            await services.start(self.group_coordinator.run)  # replays __consumer_offsets
             async with trio.open_nursery() as handlers:
                 await handlers.start(self.data_pool.run)
                 if self.control_pool is not None:
@@ -130,6 +139,7 @@ class Broker:
                 handlers.cancel_scope.deadline = self.socket_server.shutdown_deadline + 1.0
             for purgatory in self.purgatories.values():
                 purgatory.stop()
+            self.group_coordinator.stop()
             maintenance.cancel()
         await trio.to_thread.run_sync(self._close_stores)
         log.info("trio-broker %s stopped", self.broker_id)
@@ -309,6 +319,7 @@ class Broker:
             await trio.to_thread.run_sync(self._delete_topic_blocking, info)
         for p in info.partitions:
             self.fetch_purgatory.complete_all((name, p.index))
+        self.group_coordinator.forget_topic(name)  # its committed offsets
         log.info("deleted topic %s", name)
 
     def _delete_topic_blocking(self, info: TopicInfo) -> None:
@@ -322,6 +333,8 @@ class Broker:
                 raise TopicError(
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
                 )
+            if info.internal:  # the group coordinator's partitioning depends on its size
+                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
             if count <= len(info.partitions):
                 raise TopicError(
                     ErrorCode.INVALID_PARTITIONS,
