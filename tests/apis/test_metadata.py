@@ -39,7 +39,10 @@ async def test_every_version_describes_the_cluster(run_broker, version: int) -> 
     response = await client.request(everything, version)
     host, port = broker.bound_listeners()["PLAINTEXT"]
     assert [(b.node_id, b.host, b.port) for b in response.brokers] == [(0, host, port)]
-    assert [t.name for t in response.topics] == ["events"]
+    # __consumer_offsets (the group coordinator's) is there from the start, as internal.
+    assert [t.name for t in response.topics] == ["__consumer_offsets", "events"]
+    if version >= 1:
+        assert [t.is_internal for t in response.topics] == [True, False]
     if version >= 1:
         assert response.controller_id == 0
     if version >= 2:
@@ -62,7 +65,7 @@ async def test_auto_creation_can_be_refused_by_request_or_by_config(run_broker) 
     client2 = await AsyncWireClient.connect(address(off))
     (t,) = (await client2.request(topics_req("nope", version=4), 4)).topics
     assert t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert off.topics() == []
+    assert [t.name for t in off.topics() if not t.internal] == []
 
 
 @pytest.mark.parametrize("name", ["bad name", "a" * 250, "..", "x/y"])

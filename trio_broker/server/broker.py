@@ -49,6 +49,7 @@ from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
 from .delayed import DelayedResponse
+from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
 from .metrics import BrokerMetrics
 from .producer_ids import ProducerIdManager
@@ -127,6 +128,13 @@ class Broker:
         self.replica_manager = ReplicaManager(
             config, self.io_limiter, self.fetch_purgatory, self.cluster, self.metrics
         )
+        # Parked JoinGroup / SyncGroup requests wait here for the group coordinator.
+        self.purgatories["rebalance"] = Purgatory("rebalance")
+        self.group_coordinator = GroupCoordinator(
+            CoordinatorConfig.from_broker(config),
+            LogOffsetsTopic(config, self.topics_catalog, self.replica_manager),
+            notify=self.purgatories["rebalance"].check,
+        )
 
     # --------------------------------------------------------------- life cycle
 
@@ -139,6 +147,7 @@ class Broker:
             maintenance = trio.CancelScope()
             services.start_soon(self._run_maintenance, maintenance)
             services.start_soon(self.metrics.run)  # samples pool busy times
+            await services.start(self.group_coordinator.run)  # replays __consumer_offsets
             async with trio.open_nursery() as handlers:
                 await handlers.start(self.data_pool.run)
                 if self.control_pool is not None:
@@ -154,6 +163,7 @@ class Broker:
             self.metrics.stop()
             for purgatory in self.purgatories.values():
                 purgatory.stop()
+            self.group_coordinator.stop()
             maintenance.cancel()
         await trio.to_thread.run_sync(self._close_stores)
         log.info("trio-broker %s stopped", self.broker_id)
@@ -369,6 +379,7 @@ class Broker:
             self.fetch_purgatory.complete_all((name, p.index))
         self.metrics.forget_topic(name)
         self.cluster.forget_topic(name)
+        self.group_coordinator.forget_topic(name)  # its committed offsets
         log.info("deleted topic %s", name)
 
     def _delete_topic_blocking(self, info: TopicInfo) -> None:
@@ -382,6 +393,8 @@ class Broker:
                 raise TopicError(
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
                 )
+            if info.internal:  # the group coordinator's partitioning depends on its size
+                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
             if count <= len(info.partitions):
                 raise TopicError(
                     ErrorCode.INVALID_PARTITIONS,

@@ -590,10 +590,25 @@ _KEYS = [
         _POSITIVE,
     ),
     _k(
+        "offsets.retention.check.interval.ms",
+        _LONG,
+        600000,
+        "How often expired committed offsets are looked for.",
+        _POSITIVE,
+    ),
+    _k(
         "offsets.topic.num.partitions",
         _INT,
-        50,
-        "Partitions of __consumer_offsets.",
+        1,
+        "Partitions of __consumer_offsets, fixed when it is created (Kafka: 50; on one "
+        "broker more partitions only mean more files).",
+        _POSITIVE,
+    ),
+    _k(
+        "offset.metadata.max.bytes",
+        _INT,
+        4096,
+        "Longest metadata string kept with a committed offset.",
         _POSITIVE,
     ),
     _k(

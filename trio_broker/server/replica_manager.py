@@ -211,6 +211,27 @@ class ReplicaManager:
             f" (broker {leader} does)" if leader >= 0 else ""
         )
 
+    async def append_internal(self, topic: str, partition: int, batch: bytes) -> WriteResult:
+        """Append a batch the broker built itself (the group coordinator's records in
+        ``__consumer_offsets``): checked like a producer's, appended in a worker thread
+        under the flush policy, parked fetches told. Not counted as produce traffic."""
+        plog = self.partition(topic, partition)
+        if plog is None:
+            return WriteResult(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        epoch = self.cluster.leader_epoch(topic, partition)
+        try:
+            validated = validate_batches(
+                memoryview(batch), max_batch_bytes=plog.config.max_message_bytes
+            )
+            info = await trio.to_thread.run_sync(
+                lambda: plog.append(validated, leader_epoch=epoch, now_ms=now_ms()),
+                limiter=self.io_limiter,
+            )
+        except (RecordsError, LogError) as exc:
+            return WriteResult(error_code=exc.error_code, error_message=str(exc))
+        self.fetch_purgatory.check((topic, partition))
+        return WriteResult(error_code=ErrorCode.NONE, base_offset=info.first_offset)
+
     def _failed(self, topic: str, code: int, message: str) -> WriteResult:
         if self.metrics is not None:
             self.metrics.record_produce_failure(topic)

@@ -1,0 +1,316 @@
+"""Group membership APIs: FindCoordinator v0-4, JoinGroup v0-9, SyncGroup v0-5,
+Heartbeat v0-4, LeaveGroup v0-5, DescribeGroups v0-5, ListGroups v0-4, DeleteGroups v0-2.
+
+Thin: each handler turns its request into a call on the group coordinator (through
+``ctx.broker``) and the answer into a response of the request's version; they must not
+keep group state or decide protocol outcomes, and never import trio or the network. A JoinGroup or
+SyncGroup the coordinator cannot answer yet comes back as a ``Pending``: the request is
+parked in the ``rebalance`` purgatory under it and answered when the coordinator fills it
+in (or, if the broker shuts down first, with NOT_COORDINATOR so the client looks again).
+
+FindCoordinator: this broker coordinates every group. Transactions are not supported, so a
+TRANSACTION key is answered COORDINATOR_NOT_AVAILABLE with a message saying so (and the
+transaction APIs are absent from ApiVersions, which is what clients check first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.groups import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from .context import Deferred, RequestContext
+from .group_services import (
+    JoinParams,
+    JoinResult,
+    MemberIdentity,
+    Pending,
+    SyncResult,
+    coordinator_of,
+)
+
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+NO_TRANSACTIONS = "transactions are not supported by this broker"
+# DescribeGroups: READ, DELETE and DESCRIBE, allowed to everyone (no authorizer yet).
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+NOT_REQUESTED_OPERATIONS = -(2**31)
+
+R = TypeVar("R")
+
+
+def _park(
+    ctx: RequestContext,
+    pending: Pending[R],
+    respond: Callable[[R], Any],
+    on_shutdown: R,
+) -> Deferred:
+    async def complete(expired: bool) -> Any:
+        result = pending.result
+        return respond(result if result is not None else on_shutdown)
+
+    return ctx.broker.defer(  # type: ignore[attr-defined, no-any-return]
+        ctx,
+        keys=[pending],
+        timeout_ms=pending.timeout_ms,
+        ready=lambda: pending.done,
+        complete=complete,
+        purgatory="rebalance",
+    )
+
+
+# ------------------------------------------------------------------ FindCoordinator
+
+
+async def find_coordinator(
+    ctx: RequestContext, req: FindCoordinatorRequest
+) -> FindCoordinatorResponse:
+    v = ctx.api_version
+    key_type = req.key_type if v >= 1 else KEY_TYPE_GROUP
+    keys = req.coordinator_keys if v >= 4 else [req.key]
+    active = coordinator_of(ctx).active
+    me = ctx.broker.endpoints(ctx.listener)[0]
+    found: list[tuple[str, int, str, int, int, str | None]] = []
+    for key in keys:
+        if key_type == KEY_TYPE_GROUP and active:
+            found.append((key, me.node_id, me.host, me.port, ErrorCode.NONE, None))
+            continue
+        error: int = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if key_type == KEY_TYPE_GROUP:
+            message = "the coordinator is not running"
+        elif key_type == KEY_TYPE_TRANSACTION:
+            message = NO_TRANSACTIONS
+        else:
+            error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}"
+        found.append((key, -1, "", -1, error, message))
+    if v >= 4:
+        return FindCoordinatorResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            coordinators=[
+                FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=node, host=host, port=port, error_code=code, error_message=msg
+                )
+                for key, node, host, port, code, msg in found
+            ],
+        )
+    _, node, host, port, code, msg = found[0]
+    return FindCoordinatorResponse(
+        throttle_time_ms=ctx.throttle_time_ms,
+        error_code=code,
+        error_message=msg,
+        node_id=node,
+        host=host,
+        port=port,
+    )
+
+
+# ------------------------------------------------------------------ JoinGroup
+
+
+async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
+    v = ctx.api_version
+    params = JoinParams(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        group_instance_id=req.group_instance_id if v >= 5 else None,
+        client_id=ctx.client_id or "",
+        client_host=f"/{ctx.client_host}",
+        session_timeout_ms=req.session_timeout_ms,
+        # v0 has no rebalance timeout: the session timeout serves as one
+        rebalance_timeout_ms=req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms,
+        protocol_type=req.protocol_type,
+        protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
+        require_known_member_id=v >= 4,
+        supports_skip_assignment=v >= 9,
+        reason=req.reason if v >= 8 else None,
+    )
+    outcome = coordinator_of(ctx).join_group(params)
+
+    def respond(result: JoinResult) -> JoinGroupResponse:
+        return JoinGroupResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            error_code=result.error_code,
+            generation_id=result.generation_id,
+            protocol_type=result.protocol_type,
+            protocol_name=result.protocol_name if v >= 7 else (result.protocol_name or ""),
+            leader=result.leader,
+            skip_assignment=result.skip_assignment,
+            member_id=result.member_id,
+            members=[
+                JoinGroupResponse.Member(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    metadata=m.metadata,
+                )
+                for m in result.members
+            ],
+        )
+
+    if isinstance(outcome, Pending):
+        gone = JoinResult(ErrorCode.NOT_COORDINATOR, member_id=req.member_id)
+        return _park(ctx, outcome, respond, gone)
+    return respond(outcome)
+
+
+# ------------------------------------------------------------------ SyncGroup
+
+
+async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
+    v = ctx.api_version
+
+    def respond(result: SyncResult) -> SyncGroupResponse:
+        return SyncGroupResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            error_code=result.error_code,
+            protocol_type=result.protocol_type,
+            protocol_name=result.protocol_name,
+            assignment=result.assignment,
+        )
+
+    if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        return respond(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+    outcome = coordinator_of(ctx).sync_group(
+        req.group_id,
+        req.generation_id,
+        req.member_id,
+        req.group_instance_id if v >= 3 else None,
+        req.protocol_type if v >= 5 else None,
+        req.protocol_name if v >= 5 else None,
+        {a.member_id: bytes(a.assignment) for a in req.assignments},
+    )
+    if isinstance(outcome, Pending):
+        return _park(ctx, outcome, respond, SyncResult(ErrorCode.NOT_COORDINATOR))
+    return respond(outcome)
+
+
+# ------------------------------------------------------------------ Heartbeat
+
+
+async def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
+    code = coordinator_of(ctx).heartbeat(
+        req.group_id,
+        req.generation_id,
+        req.member_id,
+        req.group_instance_id if ctx.api_version >= 3 else None,
+    )
+    return HeartbeatResponse(throttle_time_ms=ctx.throttle_time_ms, error_code=code)
+
+
+# ------------------------------------------------------------------ LeaveGroup
+
+
+async def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
+    v = ctx.api_version
+    if v < 3:
+        members = [MemberIdentity(req.member_id)]
+    else:
+        members = [
+            MemberIdentity(m.member_id, m.group_instance_id, m.reason if v >= 5 else None)
+            for m in req.members
+        ]
+    result = coordinator_of(ctx).leave_group(req.group_id, members)
+    if v < 3:
+        # one member, no per-member results: its error is the request's
+        code = result.error_code
+        if code == ErrorCode.NONE and result.members:
+            code = result.members[0][1]
+        return LeaveGroupResponse(throttle_time_ms=ctx.throttle_time_ms, error_code=code)
+    return LeaveGroupResponse(
+        throttle_time_ms=ctx.throttle_time_ms,
+        error_code=result.error_code,
+        members=[
+            LeaveGroupResponse.MemberResponse(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=code
+            )
+            for m, code in result.members
+        ],
+    )
+
+
+# ------------------------------------------------------------------ DescribeGroups
+
+
+async def describe_groups(
+    ctx: RequestContext, req: DescribeGroupsRequest
+) -> DescribeGroupsResponse:
+    coordinator = coordinator_of(ctx)
+    operations = (
+        GROUP_OPERATIONS
+        if ctx.api_version >= 3 and req.include_authorized_operations
+        else NOT_REQUESTED_OPERATIONS
+    )
+    groups = []
+    for group_id in req.groups:
+        d = coordinator.describe_group(group_id)
+        groups.append(
+            DescribeGroupsResponse.DescribedGroup(
+                error_code=d.error_code,
+                group_id=group_id,
+                group_state=d.state,
+                protocol_type=d.protocol_type,
+                protocol_data=d.protocol,
+                members=[
+                    DescribeGroupsResponse.DescribedGroup.DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in d.members
+                ],
+                authorized_operations=operations,
+            )
+        )
+    return DescribeGroupsResponse(throttle_time_ms=ctx.throttle_time_ms, groups=groups)
+
+
+# ------------------------------------------------------------------ ListGroups
+
+
+async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
+    states = req.states_filter if ctx.api_version >= 4 else []
+    code, overviews = coordinator_of(ctx).list_groups(states)
+    return ListGroupsResponse(
+        throttle_time_ms=ctx.throttle_time_ms,
+        error_code=code,
+        groups=[
+            ListGroupsResponse.ListedGroup(
+                group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state
+            )
+            for g in overviews
+        ],
+    )
+
+
+# ------------------------------------------------------------------ DeleteGroups
+
+
+async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    results = await coordinator_of(ctx).delete_groups(req.groups_names)
+    return DeleteGroupsResponse(
+        throttle_time_ms=ctx.throttle_time_ms,
+        results=[
+            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])
+            for g in dict.fromkeys(req.groups_names)
+        ],
+    )

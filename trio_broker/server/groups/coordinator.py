@@ -1,0 +1,502 @@
+"""The group coordinator: every group's membership and committed offsets, durable.
+
+Owns: ``GroupCoordinator``, which this broker is for every group. It implements the
+``GroupCoordinatorView`` the group API handlers use: it checks what Kafka checks first
+(a usable group id, a running coordinator), hands membership requests to ``Membership``,
+and does the rest itself: OffsetCommit (acknowledged once the records are in
+``__consumer_offsets``), OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
+OffsetDelete, and the expiry of offsets after ``offsets.retention.minutes`` (checked every
+``offsets.retention.check.interval.ms``, tombstones written, empty groups with no offsets
+left removed). Its life: ``run`` opens the offsets topic, replays it (groups and offsets
+come back as they were written; members get a fresh session), then serves its timers and
+its writer until ``stop``. It must not know about requests, connections or the wire, and
+does all its waiting through the writer and the timers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from ...apis.group_services import (
+    CommittedOffset,
+    GroupDescription,
+    GroupOverview,
+    JoinParams,
+    JoinResult,
+    LeaveResult,
+    MemberDescription,
+    MemberIdentity,
+    OffsetCommitEntry,
+    Pending,
+    SyncResult,
+)
+from ...protocol.errors import ErrorCode
+from .group import Group
+from .log_format import (
+    Replay,
+    group_tombstone,
+    offset_commit_record,
+    offset_tombstone,
+    restore_group,
+)
+from .membership import Membership, MembershipConfig, validate_member
+from .offsets import CONSUMER_PROTOCOL_TYPE, OffsetAndMetadata, expired_partitions
+from .state import DEAD, DELETE_GROUP, EMPTY, OFFSET_COMMIT, STABLE, Reply
+from .storage import Ack, OffsetsTopic, OrderedWriter, StoredRecord, partition_for
+from .timers import Timers
+
+log = logging.getLogger("trio_broker.groups")
+
+TopicPartition = tuple[str, int]
+
+# The authorized operations of a group when no authorizer is configured:
+# READ (3), DELETE (6) and DESCRIBE (8), as a bit set.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorConfig:
+    membership: MembershipConfig = field(default_factory=MembershipConfig)
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+
+    @classmethod
+    def from_broker(cls, config: Any) -> CoordinatorConfig:
+        return cls(
+            membership=MembershipConfig(
+                min_session_timeout_ms=config["group.min.session.timeout.ms"],
+                max_session_timeout_ms=config["group.max.session.timeout.ms"],
+                initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+                max_group_size=config["group.max.size"],
+            ),
+            offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
+            offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+            offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+        )
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        topic: OffsetsTopic,
+        *,
+        notify: Callable[[Hashable], object] = lambda key: None,
+        now_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.config = config
+        self.topic = topic
+        self.now_ms = now_ms
+        self.groups: dict[str, Group] = {}
+        self.timers = Timers()
+        self.writer = OrderedWriter(topic)
+        self.membership = Membership(
+            config.membership,
+            self.groups,
+            self.timers,
+            self.writer,
+            self.partition_for,
+            notify,
+            now_ms,
+        )
+        self.active = False
+        self.loaded_records = 0
+        self._scope: trio.CancelScope | None = None
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, max(1, self.topic.partitions))
+
+    # ================================================================ life cycle
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Open and replay the offsets topic, then serve timers and writes until stopped."""
+        await trio.to_thread.run_sync(self.topic.open)
+        # folded in the worker thread as it is read: only the latest state stays in memory
+        replay = await trio.to_thread.run_sync(self._replay, self.topic.scan())
+        self._install(replay)
+        with trio.CancelScope() as scope:
+            self._scope = scope
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.timers.run)
+                await nursery.start(self.writer.run)
+                self._arm_retention()
+                self.active = True
+                task_status.started()
+        self.active = False
+
+    def stop(self) -> None:
+        """Stop serving (requests now get COORDINATOR_NOT_AVAILABLE); ends ``run``."""
+        self.active = False
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def load(self, records: Iterable[StoredRecord]) -> None:
+        """Rebuild every group from the offsets topic's records (in log order)."""
+        self._install(self._replay(records))
+
+    @staticmethod
+    def _replay(records: Iterable[StoredRecord]) -> Replay:
+        replay = Replay()
+        for r in records:
+            replay.apply(r.key, r.value)
+        return replay
+
+    def _install(self, replay: Replay) -> None:
+        for group_id, loaded in replay.groups().items():
+            group = restore_group(group_id, loaded)
+            self.groups[group_id] = group
+            self.membership.restart_sessions(group)
+            if group.size > self.config.membership.max_group_size:
+                self.membership.prepare_rebalance(group, "loaded over group.max.size")
+        self.loaded_records = replay.records
+        if replay.records:
+            log.info(
+                "loaded %d groups from %d records of __consumer_offsets (%d unreadable)",
+                len(self.groups),
+                replay.records,
+                replay.skipped,
+            )
+
+    def _check(self, group_id: str | None, *, allow_empty: bool) -> int:
+        """Kafka's validateGroupStatus: the id, then whether we serve at all."""
+        if group_id is None or (group_id == "" and not allow_empty):
+            return ErrorCode.INVALID_GROUP_ID
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
+
+    # ================================================================ membership
+
+    def join_group(self, params: JoinParams) -> JoinResult | Pending[JoinResult]:
+        error = self._check(params.group_id, allow_empty=False)
+        if error:
+            return JoinResult(error, member_id=params.member_id)
+        return self.membership.join_group(params)
+
+    def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: Mapping[str, bytes],
+    ) -> SyncResult | Pending[SyncResult]:
+        error = self._check(group_id, allow_empty=False)
+        if error:
+            return SyncResult(error)
+        return self.membership.sync_group(
+            group_id,
+            generation_id,
+            member_id,
+            group_instance_id,
+            protocol_type,
+            protocol_name,
+            assignments,
+        )
+
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> int:
+        error = self._check(group_id, allow_empty=False)
+        if error:
+            return error
+        return self.membership.heartbeat(group_id, generation_id, member_id, group_instance_id)
+
+    def leave_group(self, group_id: str, members: Sequence[MemberIdentity]) -> LeaveResult:
+        error = self._check(group_id, allow_empty=False)
+        if error:
+            return LeaveResult(error)
+        group = self.groups.get(group_id)
+        if group is None:
+            return LeaveResult(ErrorCode.NONE, [(m, ErrorCode.UNKNOWN_MEMBER_ID) for m in members])
+        if group.is_dead:
+            return LeaveResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return LeaveResult(
+            ErrorCode.NONE,
+            [
+                (m, self.membership.leave(group, m.member_id, m.group_instance_id, m.reason))
+                for m in members
+            ],
+        )
+
+    # ================================================================ offsets
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        retention_time_ms: int,
+        offsets: Sequence[OffsetCommitEntry],
+    ) -> dict[TopicPartition, int]:
+        def every(code: int) -> dict[TopicPartition, int]:
+            return {(e.topic, e.partition): code for e in offsets}
+
+        error = self._check(group_id, allow_empty=True)
+        if error:
+            return every(error)
+        now = self.now_ms()
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:  # an older generation of a group that is gone
+                return every(ErrorCode.ILLEGAL_GENERATION)
+            # offsets kept for a client that does not use group management
+            group = Group(group_id, EMPTY, now)
+            self.groups[group_id] = group
+        error = self._validate_commit(group, generation_id, member_id, group_instance_id)
+        if error:
+            return every(error)
+        reply = OFFSET_COMMIT[group.state]
+        if not isinstance(reply, Reply):
+            return every(reply)
+        if group.state is not EMPTY:
+            self.membership.touch(group, self._member_id(group, member_id, group_instance_id))
+
+        results: dict[TopicPartition, int] = {}
+        accepted: list[tuple[TopicPartition, OffsetAndMetadata]] = []
+        limit = self.config.offset_metadata_max_bytes
+        for e in offsets:
+            tp = (e.topic, e.partition)
+            metadata = e.metadata or ""
+            if len(metadata) > limit:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            expire = now + retention_time_ms if retention_time_ms >= 0 else None
+            accepted.append(
+                (tp, OffsetAndMetadata(e.offset, e.leader_epoch, metadata, now, expire))
+            )
+        if not accepted:
+            self.membership.forget_if_unused(group)
+            return results
+        for tp, _ in accepted:
+            group.pending_commits[tp] += 1
+
+        def written(code: int) -> None:
+            for tp, om in accepted:
+                group.pending_commits[tp] -= 1
+                if group.pending_commits[tp] <= 0:
+                    del group.pending_commits[tp]
+                if not code:
+                    group.offsets[tp] = om
+            if code:
+                self.membership.forget_if_unused(group)
+
+        records = [offset_commit_record(group_id, tp, om) for tp, om in accepted]
+        ack = self.writer.submit(self.partition_for(group_id), records, written)
+        code = await ack.wait()
+        for tp, _ in accepted:
+            results[tp] = code
+        return results
+
+    def _validate_commit(
+        self, group: Group, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> int:
+        if group.is_dead:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.state is EMPTY:
+            return ErrorCode.NONE  # an admin client or a consumer without group management
+        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
+            error = validate_member(group, member_id, group_instance_id)
+            if error:
+                return error
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+            return ErrorCode.NONE
+        if group.state is not EMPTY:  # only members commit for a group that has some
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    @staticmethod
+    def _member_id(group: Group, member_id: str, group_instance_id: str | None) -> str:
+        return group.static_member_id(group_instance_id) or member_id
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None, require_stable: bool
+    ) -> tuple[int, dict[TopicPartition, CommittedOffset]]:
+        """Committed offsets of ``partitions`` (all of the group's if None). No
+        transactions, so nothing is ever unstable (``require_stable`` changes nothing)."""
+        error = self._check(group_id, allow_empty=True)
+        if error:
+            return error, {}
+        group = self.groups.get(group_id)
+        stored = {} if group is None or group.is_dead else group.offsets
+        if partitions is None:
+            return ErrorCode.NONE, {tp: _committed(om) for tp, om in stored.items()}
+        out = {}
+        for tp in partitions:
+            om = stored.get(tp)
+            out[tp] = CommittedOffset() if om is None else _committed(om)
+        return ErrorCode.NONE, out
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        error = self._check(group_id, allow_empty=True)
+        if error:
+            return error, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_dead:
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        results: dict[TopicPartition, int] = {}
+        if group.state is EMPTY:
+            eligible = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            eligible = []
+            for tp in partitions:
+                if group.is_subscribed_to(tp[0]):
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        else:
+            return ErrorCode.NON_EMPTY_GROUP, {}
+        removed = group.remove_offsets(eligible)
+        code: int = ErrorCode.NONE
+        if removed:
+            now = self.now_ms()
+            tombstones = [offset_tombstone(group_id, tp, now) for tp in removed]
+            code = await self.writer.submit(self.partition_for(group_id), tombstones).wait()
+        for tp in eligible:
+            results[tp] = code
+        return ErrorCode.NONE, results
+
+    def forget_topic(self, topic: str) -> int:
+        """A topic was deleted: its committed offsets go too (tombstones written, not
+        waited for). Returns how many were removed."""
+        now = self.now_ms()
+        count = 0
+        for group in self.groups.values():
+            removed = group.remove_offsets([tp for tp in group.offsets if tp[0] == topic])
+            if removed:
+                count += len(removed)
+                tombstones = [offset_tombstone(group.group_id, tp, now) for tp in removed]
+                self.writer.submit(self.partition_for(group.group_id), tombstones)
+        return count
+
+    # ================================================================ admin
+
+    def list_groups(self, states: Sequence[str]) -> tuple[int, list[GroupOverview]]:
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        wanted = {s.lower() for s in states}
+        return ErrorCode.NONE, [
+            GroupOverview(g.group_id, g.protocol_type or "", str(g.state))
+            for g in self.groups.values()
+            if not wanted or str(g.state).lower() in wanted
+        ]
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        error = self._check(group_id, allow_empty=True)
+        if error:
+            return GroupDescription(error, group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            return GroupDescription(ErrorCode.NONE, group_id, str(DEAD))
+        stable = group.state is STABLE and group.protocol_name is not None
+        protocol = group.protocol_name if stable and group.protocol_name else ""
+        members = tuple(
+            MemberDescription(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=m.metadata_for(protocol) if stable else b"",
+                assignment=m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        )
+        return GroupDescription(
+            ErrorCode.NONE, group_id, str(group.state), group.protocol_type or "", protocol, members
+        )
+
+    async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
+        results: dict[str, int] = {}
+        waiting = []
+        now = self.now_ms()
+        for group_id in dict.fromkeys(group_ids):
+            error = self._check(group_id, allow_empty=True)
+            if error:
+                results[group_id] = error
+                continue
+            group = self.groups.get(group_id)
+            if group is None:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+                continue
+            reply = DELETE_GROUP[group.state]
+            if not isinstance(reply, Reply):
+                results[group_id] = reply
+                continue
+            waiting.append((group_id, self._remove_group(group, now)))
+        for group_id, ack in waiting:
+            results[group_id] = await ack.wait()
+        return results
+
+    def _remove_group(self, group: Group, now: int, expired: Sequence[TopicPartition] = ()) -> Ack:
+        """Group and offsets gone, here and (tombstones) in the log."""
+        group.transition_to(DEAD, now)
+        del self.groups[group.group_id]
+        for member_id in list(group.pending_members):
+            self.timers.cancel(("session", group.group_id, member_id))
+        group.pending_members.clear()
+        gone = [*expired, *group.offsets]
+        records = [offset_tombstone(group.group_id, tp, now) for tp in gone]
+        group.offsets.clear()
+        records.append(group_tombstone(group.group_id, now))
+        log.info("group %s removed", group.group_id)
+        return self.writer.submit(self.partition_for(group.group_id), records)
+
+    # ================================================================ retention
+
+    def _arm_retention(self) -> None:
+        self.timers.schedule(
+            ("retention",),
+            self.config.offsets_retention_check_interval_ms / 1000,
+            self._on_retention_check,
+        )
+
+    def _on_retention_check(self) -> None:
+        try:
+            self.expire_offsets()
+        finally:
+            self._arm_retention()
+
+    def expire_offsets(self) -> int:
+        """Drop expired offsets (tombstones written); remove Empty groups left with none.
+        Returns how many offsets expired."""
+        now = self.now_ms()
+        expired_count = 0
+        for group in list(self.groups.values()):
+            expired = expired_partitions(group, now, self.config.offsets_retention_ms)
+            removed = group.remove_offsets(expired)
+            expired_count += len(removed)
+            if (
+                group.state is EMPTY
+                and not group.offsets
+                and not group.pending_commits
+                and not group.pending_members
+            ):
+                self._remove_group(group, now, removed)
+                continue
+            if removed:
+                tombstones = [offset_tombstone(group.group_id, tp, now) for tp in removed]
+                self.writer.submit(self.partition_for(group.group_id), tombstones)
+        if expired_count:
+            log.info("expired %d committed offsets", expired_count)
+        return expired_count
+
+
+def _committed(om: OffsetAndMetadata) -> CommittedOffset:
+    return CommittedOffset(om.offset, om.leader_epoch, om.metadata, ErrorCode.NONE)

@@ -1,0 +1,273 @@
+"""Where the coordinator's records go: ``__consumer_offsets``, written in order.
+
+Owns: ``partition_for`` (a group's partition: Java's ``String.hashCode`` of the group id,
+made non-negative as Kafka's ``Utils.abs`` does, modulo the partition count), the
+``OffsetsTopic`` protocol the coordinator writes and replays through, ``LogOffsetsTopic``
+(the real one: the internal topic in the broker's topic catalog and partition logs,
+created at start-up, marked internal, never expired by time or size), and
+``OrderedWriter``, the single task that appends.
+
+Ordering: the coordinator changes its state synchronously and calls ``submit`` at once,
+so records reach each partition's log in exactly the order of the state changes they
+describe. The writer takes everything queued for a partition and appends it as one batch
+(several commits share one append and one fsync when the flush policy asks for it), then
+runs each submission's ``on_done`` callback, in order, and wakes its waiter. The callback
+is where the coordinator applies what was written, so the cache never goes back in time.
+It must not decide what gets written, nor know about groups.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from ...apis.services import TopicInfo
+from ...log.errors import LogError
+from ...log.partition_log import PartitionLog
+from ...protocol.errors import ErrorCode
+from ...records import Record, build_batch, iter_batches, iter_records
+from ..config import BrokerConfig
+
+if TYPE_CHECKING:
+    from ..replica_manager import ReplicaManager
+    from ..topics import TopicCatalog
+
+log = logging.getLogger("trio_broker.groups")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# The internal topic's own configs: kept until deleted (no compaction yet).
+OFFSETS_TOPIC_CONFIGS = {
+    "retention.ms": "-1",
+    "retention.bytes": "-1",
+    "segment.bytes": str(100 * 1024 * 1024),
+}
+_MAX_RECORDS_PER_BATCH = 2000
+_READ_CHUNK = 1 << 20
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units, in int32 arithmetic)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def coordinator_error(code: int) -> int:
+    """The error a failed append of coordinator records is reported as (Kafka's mapping)."""
+    if code in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.INVALID_FETCH_SIZE,
+    ):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    return code
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+class OffsetsTopic(Protocol):
+    """The coordinator's log: opened (blocking) once, read back once, then appended to."""
+
+    partitions: int
+
+    def open(self) -> int:
+        """Make sure the topic and its logs exist; returns the partition count (blocking)."""
+        ...
+
+    def scan(self) -> Iterator[StoredRecord]:
+        """Every record, partition by partition, in log order (blocking, lazily)."""
+        ...
+
+    async def append(self, partition: int, records: Sequence[Record]) -> int:
+        """Append ``records`` as one batch; returns an error code (0: written)."""
+        ...
+
+
+class LogOffsetsTopic:
+    """``__consumer_offsets`` in the broker's own catalog and logs."""
+
+    def __init__(
+        self, config: BrokerConfig, catalog: TopicCatalog, replica_manager: ReplicaManager
+    ) -> None:
+        self.config = config
+        self.catalog = catalog
+        self.replica_manager = replica_manager
+        self.partitions = 0
+
+    def open(self) -> int:
+        info: TopicInfo = self.catalog.create(
+            OFFSETS_TOPIC,
+            self.config["offsets.topic.num.partitions"],
+            OFFSETS_TOPIC_CONFIGS,
+            internal=True,
+        )
+        if not info.internal:
+            log.warning("%s exists but is not marked internal", OFFSETS_TOPIC)
+        self.replica_manager.create_logs(info)
+        self.partitions = len(info.partitions)
+        return self.partitions
+
+    def scan(self) -> Iterator[StoredRecord]:
+        for p in range(self.partitions):
+            plog = self.replica_manager.partition(OFFSETS_TOPIC, p)
+            if plog is not None:
+                yield from _scan_log(p, plog)
+
+    async def append(self, partition: int, records: Sequence[Record]) -> int:
+        batch = build_batch(records)
+        result = await self.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch)
+        return int(result.error_code)
+
+
+def _scan_log(partition: int, plog: PartitionLog) -> Iterator[StoredRecord]:
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        info = plog.read(offset, _READ_CHUNK, min_one_batch=True)
+        try:
+            if not info.regions:
+                break
+            for region in info.regions:
+                data = os.pread(region.file.fileno(), region.length, region.offset)
+                for header, batch in iter_batches(data):
+                    if header.is_control:
+                        continue
+                    for r in iter_records(batch):
+                        yield StoredRecord(partition, r.offset, r.key, r.value)
+        finally:
+            info.release()
+        if info.next_fetch_offset <= offset:
+            break
+        offset = info.next_fetch_offset
+
+
+@dataclass(eq=False, slots=True)
+class Ack:
+    """The outcome of one submission, once appended (or failed)."""
+
+    error_code: int | None = None
+    _event: trio.Event = field(default_factory=trio.Event)
+
+    @property
+    def done(self) -> bool:
+        return self.error_code is not None
+
+    async def wait(self) -> int:
+        await self._event.wait()
+        assert self.error_code is not None
+        return self.error_code
+
+    def _set(self, code: int) -> None:
+        self.error_code = code
+        self._event.set()
+
+
+@dataclass(eq=False, slots=True)
+class _Entry:
+    records: list[Record]
+    on_done: Callable[[int], None] | None
+    ack: Ack
+
+
+class OrderedWriter:
+    def __init__(self, topic: OffsetsTopic) -> None:
+        self.topic = topic
+        self._queues: dict[int, deque[_Entry]] = {}
+        self._wakeup = trio.Event()
+        self._closed = False
+        self.appends = 0
+
+    def submit(
+        self,
+        partition: int,
+        records: Sequence[Record],
+        on_done: Callable[[int], None] | None = None,
+    ) -> Ack:
+        """Queue ``records`` for ``partition``; ``on_done(error)`` runs once appended."""
+        ack = Ack()
+        if self._closed:
+            self._finish(_Entry(list(records), on_done, ack), ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return ack
+        self._queues.setdefault(partition, deque()).append(_Entry(list(records), on_done, ack))
+        self._wakeup.set()
+        return ack
+
+    @property
+    def queued(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Append what is submitted until cancelled; then fail what is left."""
+        task_status.started()
+        try:
+            while True:
+                if not any(self._queues.values()):
+                    self._wakeup = trio.Event()
+                    await self._wakeup.wait()
+                for partition in list(self._queues):
+                    await self._drain(partition)
+        finally:
+            self._closed = True
+            for queue in self._queues.values():
+                while queue:
+                    self._finish(queue.popleft(), ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    async def _drain(self, partition: int) -> None:
+        queue = self._queues[partition]
+        while queue:
+            entries = [queue.popleft()]
+            count = len(entries[0].records)
+            while queue and count + len(queue[0].records) <= _MAX_RECORDS_PER_BATCH:
+                entry = queue.popleft()
+                entries.append(entry)
+                count += len(entry.records)
+            records = [r for e in entries for r in e.records]
+            try:
+                code = await self.topic.append(partition, records) if records else 0
+            except (LogError, OSError) as exc:
+                log.error("%s-%d: append failed: %s", OFFSETS_TOPIC, partition, exc)
+                code = ErrorCode.KAFKA_STORAGE_ERROR
+            except BaseException:
+                for entry in entries:  # cancelled mid-append: they are not known to be written
+                    self._finish(entry, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                raise
+            self.appends += 1
+            code = coordinator_error(code) if code else 0
+            for entry in entries:
+                self._finish(entry, code)
+
+    @staticmethod
+    def _finish(entry: _Entry, code: int) -> None:
+        if entry.on_done is not None:
+            try:
+                entry.on_done(code)
+            except Exception:
+                log.exception("group coordinator write callback failed")
+        entry.ack._set(code)
