@@ -9,6 +9,7 @@ end), then close the stores.
 
 Nursery layout::
 
+    admin HTTP server (admin.listeners)        starts first, stops last (admin_view)
     handler pools (data, control)              end when their request channel closes
       socket server: listeners, processors,    ends after shutdown() and the drain
       connections, acceptors
@@ -32,8 +33,10 @@ from ..apis.table import API_TABLE, ApiTable
 from ..apis.topic_names import topic_name_error
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
+from .admin_view import admin_server
 from .config import BrokerConfig
 from .handler_pool import HandlerPool
+from .quotas import QuotaStore
 from .request_handler import RequestHandler
 from .topics import TopicCatalog, write_atomically
 
@@ -54,6 +57,8 @@ class Broker:
         self.ready = False
         self.stopped = trio.Event()
         self.topics_catalog = TopicCatalog(self.data_dir, self.broker_id)
+        self.quotas = QuotaStore(self.data_dir)
+        self._admin_url: str | None = None
         self._topic_lock = trio.Lock()
         control = config.control_plane_listener_name
         specs = [
@@ -98,6 +103,15 @@ class Broker:
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
         await trio.to_thread.run_sync(self._load_stores)
+        # The admin API starts before the Kafka listeners and stops after them: its
+        # readiness answers 503 while they start and while they drain.
+        async with admin_server(self) as admin_url:
+            self._admin_url = admin_url
+            await self._run_kafka(task_status)
+        log.info("trio-broker %s stopped", self.broker_id)
+        self.stopped.set()
+
+    async def _run_kafka(self, task_status: trio.TaskStatus[Broker]) -> None:
         async with trio.open_nursery() as handlers:
             await handlers.start(self.data_pool.run)
             if self.control_pool is not None:
@@ -111,8 +125,6 @@ class Broker:
             # The socket server has ended: request channels are closed, handlers drain.
             handlers.cancel_scope.deadline = self.socket_server.shutdown_deadline + 1.0
         await trio.to_thread.run_sync(self._close_stores)
-        log.info("trio-broker %s stopped", self.broker_id)
-        self.stopped.set()
 
     def shutdown(self) -> None:
         """Begin a graceful shutdown (idempotent)."""
@@ -126,6 +138,7 @@ class Broker:
             d.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_or_create_meta()
         self.topics_catalog.load()
+        self.quotas.load()
 
     def _close_stores(self) -> None:
         pass
@@ -164,7 +177,7 @@ class Broker:
 
     @property
     def admin_url(self) -> str | None:
-        return None
+        return self._admin_url
 
     def _listeners_line(self) -> str:
         parts = [f"{name}={host}:{port}" for name, (host, port) in self.bound_listeners().items()]
