@@ -1,1 +1,7 @@
-"""Admin HTTP API (Quart-Trio), served inside the broker process."""
+"""Admin HTTP API (Quart-Trio), served inside the broker's own ``trio.run``.
+
+``app`` (routes, ``create_app``), ``openapi`` (the document), ``errors`` (JSON errors),
+``inputs`` (body checks), ``asgi`` (the app class), ``serve`` (Hypercorn), and ``view``:
+the protocol of what the admin may see and change of a broker. Nothing here imports the
+broker; ``trio_broker.server.admin_view`` implements the view.
+"""

@@ -60,7 +60,12 @@ async def test_a_stuck_request_does_not_hold_shutdown_past_the_deadline(run_brok
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_the_command_exits_0_on_a_signal(tmp_path: Path, signum: signal.Signals) -> None:
     proc = BrokerProcess(
-        tmp_path, ["listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={tmp_path}"]
+        tmp_path,
+        [
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "admin.listeners=http://127.0.0.1:0",
+            f"log.dirs={tmp_path}",
+        ],
     ).start()
     with WireClient(proc.bootstrap) as client:
         assert client.request(MetadataRequest(topics=[]), 4).brokers

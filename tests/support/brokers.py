@@ -28,6 +28,7 @@ BASE = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
     "num.network.threads": "2",
     "num.io.threads": "4",
+    "admin.listeners": "",  # no admin API unless a test asks for one (http://127.0.0.1:0)
 }
 
 
@@ -77,6 +78,11 @@ class BrokerThread:
             self.broker = await nursery.start(broker.run)
             self._started.set()
 
+    @property
+    def admin_url(self) -> str:
+        assert self.broker is not None and self.broker.admin_url is not None
+        return self.broker.admin_url
+
     def address(self, listener: str = "PLAINTEXT") -> str:
         assert self.broker is not None
         host, port = self.broker.bound_listeners()[listener]
@@ -114,6 +120,7 @@ class BrokerProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.log: list[str] = []
         self.listeners: dict[str, str] = {}
+        self.admin_url: str | None = None
 
     def start(self, timeout: float = 30) -> BrokerProcess:
         self.proc = subprocess.Popen(
@@ -133,7 +140,9 @@ class BrokerProcess:
             raise RuntimeError("broker exited before starting:\n" + "".join(self.log))
         self._drain = threading.Thread(target=self._read_rest, daemon=True)
         self._drain.start()
-        self.listeners = json.loads((self.data_dir / "listeners.json").read_text())["listeners"]
+        written = json.loads((self.data_dir / "listeners.json").read_text())
+        self.listeners = written["listeners"]
+        self.admin_url = written.get("admin")
         return self
 
     def _read_rest(self) -> None:

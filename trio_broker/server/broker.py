@@ -9,6 +9,7 @@ end), then close the stores.
 
 Nursery layout::
 
+    admin HTTP server (admin.listeners)        starts first, stops last (admin_view)
     handler pools (data, control)              end when their request channel closes
       socket server: listeners, processors,    ends after shutdown() and the drain
       connections, acceptors
@@ -45,6 +46,7 @@ from ..network.connection_quotas import ConnectionLimits
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
+from .admin_view import admin_server
 from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
@@ -54,6 +56,7 @@ from .handler_pool import HandlerPool
 from .metrics import BrokerMetrics
 from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
+from .quotas import QuotaStore
 from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config, validate_topic_configs
@@ -78,6 +81,8 @@ class Broker:
         self.topics_catalog = TopicCatalog(self.data_dir, self.broker_id)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.cluster = ClusterState(self.data_dir, self.broker_id)
+        self.quotas = QuotaStore(self.data_dir)
+        self._admin_url: str | None = None
         self._topic_lock = trio.Lock()
         control = config.control_plane_listener_name
         specs = [
@@ -141,6 +146,16 @@ class Broker:
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
         self.replica_manager.trio_token = trio.lowlevel.current_trio_token()
         await trio.to_thread.run_sync(self._load_stores)
+        # The admin API starts before the Kafka listeners and stops after them: its
+        # readiness answers 503 while they start and while they drain.
+        async with admin_server(self) as admin_url:
+            self._admin_url = admin_url
+            await self._run_kafka(task_status)
+        await trio.to_thread.run_sync(self._close_stores)
+        log.info("trio-broker %s stopped", self.broker_id)
+        self.stopped.set()
+
+    async def _run_kafka(self, task_status: trio.TaskStatus[Broker]) -> None:
         async with trio.open_nursery() as services:
             for purgatory in self.purgatories.values():
                 await services.start(purgatory.run)
@@ -165,9 +180,6 @@ class Broker:
                 purgatory.stop()
             self.group_coordinator.stop()
             maintenance.cancel()
-        await trio.to_thread.run_sync(self._close_stores)
-        log.info("trio-broker %s stopped", self.broker_id)
-        self.stopped.set()
 
     async def _run_maintenance(self, scope: trio.CancelScope) -> None:
         with scope:
@@ -190,6 +202,7 @@ class Broker:
         self.producer_ids.load()
         self.cluster.load()
         self.replica_manager.open(self.topics_catalog.all())
+        self.quotas.load()
 
     def _close_stores(self) -> None:
         self.replica_manager.close()
@@ -228,7 +241,7 @@ class Broker:
 
     @property
     def admin_url(self) -> str | None:
-        return None
+        return self._admin_url
 
     def _listeners_line(self) -> str:
         parts = [f"{name}={host}:{port}" for name, (host, port) in self.bound_listeners().items()]

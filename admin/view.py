@@ -1,0 +1,197 @@
+"""The narrow view of the broker that the admin API reads and controls.
+
+Owns: the ``AdminView`` protocol, the plain frozen records it hands out (``BrokerInfo``,
+``PoolsState``, ``ConnectionInfo``, ``ClientQuota``, ``ConfigState`` ...), the two errors
+it raises (``NotFound``, ``Invalid``) and the limits that are part of the HTTP contract
+(``MAX_POOL_SIZE``). The broker implements the protocol with an adapter
+(``trio_broker.server.admin_view``); the admin package depends on nothing else of the
+broker, so the app can be read, and tested, against any object with this shape.
+
+Every method runs on the broker's event loop: the synchronous ones must return at once,
+the asynchronous ones may wait (e.g. for a file write in a worker thread) but never block.
+Must not: hand out live broker objects (connections, pools): only copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+MIN_POOL_SIZE = 1
+MAX_POOL_SIZE = 256
+"""A pool (io handlers, a listener's processors) may be resized to 1..256 members."""
+
+
+class NotFound(LookupError):
+    """What a request names does not exist (HTTP 404). ``code`` is the error slug."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Invalid(ValueError):
+    """A change the broker refuses (HTTP 400); nothing was changed.
+
+    ``key`` and ``value`` name what was refused, when the refusal is about one setting.
+    """
+
+    def __init__(
+        self, code: str, message: str, *, key: str | None = None, value: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.key = key
+        self.value = value
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerInfo:
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+    plane: str  # "data" or "control"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    broker_id: int
+    cluster_id: str
+    version: str
+    uptime_s: float
+    started_at: str  # ISO 8601, UTC
+    listeners: tuple[ListenerInfo, ...]
+    admin_url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class IoPoolState:
+    size: int
+    busy: int
+    idle_ratio: float
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkPoolState:
+    plane: str
+    size: int
+    idle_ratio: float
+    connections: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueState:
+    size: int
+    capacity: int
+
+
+@dataclass(frozen=True, slots=True)
+class PoolsState:
+    io: IoPoolState
+    network: Mapping[str, NetworkPoolState]  # by listener name
+    request_queue: Mapping[str, QueueState]  # by plane
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    id: str
+    listener: str
+    processor: int
+    remote: str
+    principal: str
+    client_id: str | None
+    client_software_name: str | None
+    client_software_version: str | None
+    mute_state: str
+    throttle_remaining_ms: float
+    idle_ms: float
+    requests: int
+    bytes_in: int
+    bytes_out: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuota:
+    """One quota entity and its values.
+
+    ``entity`` maps entity types (``"client-id"`` today; ``"user"`` later) to a name, or to
+    ``None`` for the default entity, as Kafka's DescribeClientQuotas does.
+    """
+
+    entity: Mapping[str, str | None]
+    values: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigState:
+    effective: Mapping[str, str | None]  # every key, as text; secrets masked; None = unset
+    dynamic_keys: tuple[str, ...]
+    dynamic_settings: Mapping[str, str]  # the run-time changes in force, secrets masked
+
+
+class AdminView(Protocol):
+    """What the admin API may read and change in a running broker."""
+
+    @property
+    def admin_token(self) -> str | None:
+        """The bearer token every protected request must carry; ``None``: no token."""
+        ...
+
+    @property
+    def ready(self) -> bool:
+        """True once every Kafka listener accepts, false again from shutdown on."""
+        ...
+
+    def broker_info(self) -> BrokerInfo: ...
+
+    def pools(self) -> PoolsState: ...
+
+    def resize_io_pool(self, size: int) -> None:
+        """Resize the data-plane handler pool (and the I/O limiter, and num.io.threads)."""
+        ...
+
+    def resize_network_pool(self, listener: str, size: int) -> None:
+        """Resize a data-plane listener's processors. ``NotFound`` for an unknown
+        listener, ``Invalid`` for the control-plane one."""
+        ...
+
+    def listener_names(self) -> Sequence[str]: ...
+
+    def mute_states(self) -> Sequence[str]:
+        """Every mute state name a connection can be in (Kafka's names)."""
+        ...
+
+    def connections(self) -> Sequence[ConnectionInfo]: ...
+
+    def quota_keys(self) -> Sequence[str]:
+        """The quota value names accepted (Kafka's: producer_byte_rate, ...)."""
+        ...
+
+    def client_quotas(self) -> Sequence[ClientQuota]: ...
+
+    async def alter_client_quota(
+        self, client_id: str | None, changes: Mapping[str, float | None]
+    ) -> ClientQuota:
+        """Set (a number) or remove (``None``) values of one client-id entity
+        (``None``: the default entity). ``Invalid`` if a value is refused."""
+        ...
+
+    async def delete_client_quota(self, client_id: str | None) -> ClientQuota:
+        """Remove one entity's quotas and return what they were; ``NotFound`` if none."""
+        ...
+
+    def metrics_snapshot(self) -> Mapping[str, Any]: ...
+
+    def prometheus_text(self) -> bytes: ...
+
+    def config(self) -> ConfigState: ...
+
+    def update_config(self, settings: Mapping[str, str | None], *, dry_run: bool) -> ConfigState:
+        """Apply run-time changes of dynamic keys (``None`` reverts one) and return the
+        resulting state; ``dry_run`` only validates. ``Invalid`` naming the key for an
+        unknown or static key or a bad value; nothing is changed then."""
+        ...

@@ -1,0 +1,333 @@
+"""The broker side of the admin API: the ``AdminView`` adapter and the server's lifetime.
+
+Owns: ``BrokerAdminView``, which implements ``admin.view.AdminView`` over a ``Broker``
+(copies of its state as plain records; live resizes of the io and network pools that
+keep the effective config, ``num.io.threads``/``num.network.threads``, and the I/O
+limiter in step; client quotas in the ``QuotaStore``; dynamic config updates), and
+``admin_server``, the context in which the admin HTTP server runs (started before the
+Kafka listeners, stopped after them). Everything here runs on the broker's event loop;
+file writes go to a worker thread.
+Must not: be imported by the admin package (it knows only ``admin.view``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from admin.app import create_app
+from admin.serve import serve_admin
+from admin.view import (
+    MAX_POOL_SIZE,
+    MIN_POOL_SIZE,
+    BrokerInfo,
+    ClientQuota,
+    ConfigState,
+    ConnectionInfo,
+    Invalid,
+    IoPoolState,
+    ListenerInfo,
+    NetworkPoolState,
+    NotFound,
+    PoolsState,
+    QueueState,
+)
+
+from .. import __version__
+from ..network.mute import MuteState
+from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
+from .quotas import QUOTA_KEYS, QuotaEntity, QuotaError
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+_POOL_KEYS = ("num.io.threads", "num.network.threads")
+
+
+class BrokerAdminView:
+    """``AdminView`` over one broker."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._quota_lock = trio.Lock()
+
+    # ----------------------------------------------------------------- status
+
+    @property
+    def admin_token(self) -> str | None:
+        token = self.broker.config["admin.token"]
+        return None if token is None else token.value
+
+    @property
+    def ready(self) -> bool:
+        return self.broker.ready
+
+    def broker_info(self) -> BrokerInfo:
+        b = self.broker
+        server = b.socket_server
+        listeners = tuple(
+            ListenerInfo(
+                name=lr.name,
+                host=lr.host,
+                port=lr.port,
+                security_protocol=lr.spec.security_protocol,
+                plane=lr.plane,
+            )
+            for lr in server.listeners.values()
+        )
+        started = datetime.datetime.fromtimestamp(b.started_at, datetime.UTC)
+        return BrokerInfo(
+            broker_id=b.broker_id,
+            cluster_id=b.cluster_id,
+            version=__version__,
+            uptime_s=max(0.0, (time.monotonic_ns() - b.started_ns) / 1e9),
+            started_at=started.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            listeners=listeners,
+            admin_url=b.admin_url,
+        )
+
+    # ------------------------------------------------------------------ pools
+
+    def pools(self) -> PoolsState:
+        b = self.broker
+        server = b.socket_server
+        now = time.monotonic_ns()
+        figures = _snapshot_pools(b.metrics_snapshot())
+        pool = b.data_pool
+        io_idle = _ratio(_get(figures, pool.name, "idle_ratio"))
+        if io_idle is None:
+            ratios = [h.idle_ratio(now) for h in pool.handlers]
+            io_idle = sum(ratios) / len(ratios) if ratios else 1.0
+        network: dict[str, NetworkPoolState] = {}
+        net_figures = figures.get("network")
+        for name, lr in server.listeners.items():
+            idle = _ratio(_get(net_figures, name, "idle_ratio"))
+            if idle is None:
+                ratios = [
+                    1.0 - p.busy_ns / (now - p.created_ns) if now > p.created_ns else 1.0
+                    for p in lr.processors
+                ]
+                idle = _clamp(sum(ratios) / len(ratios)) if ratios else 1.0
+            network[name] = NetworkPoolState(
+                plane=lr.plane,
+                size=len(lr.processors),
+                idle_ratio=idle,
+                connections=len(lr.connections),
+            )
+        queues = {"data": server.data_requests}
+        if server.control_requests is not None:
+            queues["control"] = server.control_requests
+        return PoolsState(
+            io=IoPoolState(size=pool.size, busy=pool.busy, idle_ratio=_clamp(io_idle)),
+            network=network,
+            request_queue={
+                plane: QueueState(size=q.size, capacity=q.capacity) for plane, q in queues.items()
+            },
+        )
+
+    def resize_io_pool(self, size: int) -> None:
+        self.update_config({"num.io.threads": str(size)}, dry_run=False)
+
+    def resize_network_pool(self, listener: str, size: int) -> None:
+        lr = self.broker.socket_server.listeners.get(listener)
+        if lr is None:
+            raise NotFound(
+                "unknown-listener",
+                f"no listener {listener!r}; listeners: {', '.join(self.listener_names())}",
+            )
+        if lr.plane == "control":
+            raise Invalid(
+                "control-plane-listener",
+                f"{listener} is the control-plane listener: it has exactly one processor",
+            )
+        _check_pool_size("num.network.threads", size)
+        # num.network.threads follows the last resize (it is per listener in effect).
+        self.broker.config = self.broker.config.with_updates({"num.network.threads": str(size)})
+        self.broker.socket_server.resize(listener, size)
+
+    def listener_names(self) -> Sequence[str]:
+        return list(self.broker.socket_server.listeners)
+
+    # ------------------------------------------------------------ connections
+
+    def mute_states(self) -> Sequence[str]:
+        return [s.value for s in MuteState]
+
+    def connections(self) -> Sequence[ConnectionInfo]:
+        now = time.monotonic_ns()
+        return [
+            ConnectionInfo(
+                id=c.id,
+                listener=c.listener.name,
+                processor=c.processor.id,
+                remote=c.remote_str,
+                principal=c.principal,
+                client_id=c.client_id,
+                client_software_name=c.client_software_name,
+                client_software_version=c.client_software_version,
+                mute_state=c.mute_state.value,
+                throttle_remaining_ms=c.throttle_remaining_ms(now),
+                idle_ms=max(0.0, c.idle_ms(now)),
+                requests=c.requests,
+                bytes_in=c.bytes_in,
+                bytes_out=c.bytes_out,
+            )
+            for c in sorted(self.broker.socket_server.all_connections(), key=lambda c: c.id)
+        ]
+
+    # ----------------------------------------------------------------- quotas
+
+    def quota_keys(self) -> Sequence[str]:
+        return list(QUOTA_KEYS)
+
+    def client_quotas(self) -> Sequence[ClientQuota]:
+        return [
+            ClientQuota(entity.as_dict(), dict(values))
+            for entity, values in self.broker.quotas.entries()
+        ]
+
+    async def alter_client_quota(
+        self, client_id: str | None, changes: Mapping[str, float | None]
+    ) -> ClientQuota:
+        store = self.broker.quotas
+        entity = QuotaEntity.client(client_id)
+        try:
+            store.validate(entity, changes)  # refuse before going to a thread
+        except QuotaError as exc:
+            raise Invalid("invalid-quota", str(exc), key=exc.key) from None
+        async with self._quota_lock:
+            values = await trio.to_thread.run_sync(store.alter, entity, changes)
+        return ClientQuota(entity.as_dict(), dict(values))
+
+    async def delete_client_quota(self, client_id: str | None) -> ClientQuota:
+        entity = QuotaEntity.client(client_id)
+        async with self._quota_lock:
+            if self.broker.quotas.get(entity) is None:
+                raise NotFound("unknown-quota", f"no quota for {entity}")
+            removed = await trio.to_thread.run_sync(self.broker.quotas.delete, entity)
+        return ClientQuota(entity.as_dict(), dict(removed or {}))
+
+    # ---------------------------------------------------------------- metrics
+
+    def metrics_snapshot(self) -> Mapping[str, Any]:
+        return self.broker.metrics_snapshot()
+
+    def prometheus_text(self) -> bytes:
+        return self.broker.prometheus_text()
+
+    # ----------------------------------------------------------------- config
+
+    def config(self) -> ConfigState:
+        return _config_state(self.broker.config)
+
+    def update_config(self, settings: Mapping[str, str | None], *, dry_run: bool) -> ConfigState:
+        current = self.broker.config
+        for key in settings:
+            definition = BROKER_CONFIG_DEF.get(key)
+            if definition is None:
+                raise Invalid("unknown-config", f"{key}: no such configuration key", key=key)
+            if not definition.dynamic:
+                raise Invalid(
+                    "static-config",
+                    f"{key} cannot be changed at run time; set it in server.properties and restart",
+                    key=key,
+                )
+        try:
+            updated = current.with_updates(settings)
+        except ConfigError as exc:
+            raise Invalid("invalid-config", str(exc), key=exc.key, value=exc.value) from None
+        for key in _POOL_KEYS:
+            if key in settings:
+                _check_pool_size(key, updated[key], settings[key])
+        if not dry_run:
+            self._apply(updated, settings)
+        return _config_state(updated)
+
+    def _apply(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
+        """Make ``new`` the broker's config and resize the pools whose key was given."""
+        b = self.broker
+        b.config = new
+        if "num.io.threads" in changed:
+            io = new["num.io.threads"]
+            b.data_pool.resize(io)
+            b.io_limiter.total_tokens = io
+        if "num.network.threads" in changed:
+            network = new["num.network.threads"]
+            for name, lr in b.socket_server.listeners.items():
+                if lr.plane == "data":
+                    b.socket_server.resize(name, network)
+
+
+@asynccontextmanager
+async def admin_server(broker: Broker) -> AsyncIterator[str | None]:
+    """Run the admin HTTP server (if ``admin.listeners`` names one) around the body.
+
+    Yields its URL (``None`` when there is no admin server); when the body ends, however
+    it ends, the server stops, letting requests in flight finish.
+    """
+    endpoint = broker.config.admin_endpoint
+    if endpoint is None:
+        yield None
+        return
+    host, port = endpoint
+    stop = trio.Event()
+    app = create_app(BrokerAdminView(broker))
+    async with trio.open_nursery() as nursery:
+        url: str = await nursery.start(
+            partial(serve_admin, app, host, port, shutdown_trigger=stop.wait)
+        )
+        try:
+            yield url
+        finally:
+            stop.set()
+
+
+# ------------------------------------------------------------------- helpers
+
+
+def _check_pool_size(key: str, size: int, raw: str | None = None) -> None:
+    if not MIN_POOL_SIZE <= size <= MAX_POOL_SIZE:
+        raise Invalid(
+            "invalid-config",
+            f"{key}={size if raw is None else raw}: expected an integer between "
+            f"{MIN_POOL_SIZE} and {MAX_POOL_SIZE}",
+            key=key,
+            value=str(size) if raw is None else raw,
+        )
+
+
+def _config_state(config: BrokerConfig) -> ConfigState:
+    return ConfigState(
+        effective=config.effective(),
+        dynamic_keys=tuple(sorted(config.dynamic_keys)),
+        dynamic_settings=dict(config.dynamic_settings),
+    )
+
+
+def _snapshot_pools(snapshot: Any) -> dict[str, Any]:
+    pools = snapshot.get("pools") if isinstance(snapshot, Mapping) else None
+    return pools if isinstance(pools, dict) else {}
+
+
+def _get(mapping: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(mapping, Mapping):
+            return None
+        mapping = mapping.get(key)
+    return mapping
+
+
+def _ratio(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == value:
+        return _clamp(float(value))
+    return None
+
+
+def _clamp(x: float) -> float:
+    return min(1.0, max(0.0, x))
