@@ -246,22 +246,8 @@ class BrokerAdminView:
             if key in settings:
                 _check_pool_size(key, updated[key], settings[key])
         if not dry_run:
-            self._apply(updated, settings)
+            self.broker.apply_config(updated, settings)
         return _config_state(updated)
-
-    def _apply(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
-        """Make ``new`` the broker's config and resize the pools whose key was given."""
-        b = self.broker
-        b.config = new
-        if "num.io.threads" in changed:
-            io = new["num.io.threads"]
-            b.data_pool.resize(io)
-            b.io_limiter.total_tokens = io
-        if "num.network.threads" in changed:
-            network = new["num.network.threads"]
-            for name, lr in b.socket_server.listeners.items():
-                if lr.plane == "data":
-                    b.socket_server.resize(name, network)
 
 
 @asynccontextmanager

@@ -261,6 +261,36 @@ class Broker:
             data["admin"] = self.admin_url
         write_atomically(self.data_dir / "listeners.json", json.dumps(data, indent=1))
 
+    # ------------------------------------------------------- run-time config
+
+    _CONNECTION_KEYS = frozenset(
+        {
+            "max.connections",
+            "max.connections.per.ip",
+            "max.connections.per.ip.overrides",
+            "max.connection.creation.rate",
+        }
+    )
+
+    def apply_config(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
+        """Make ``new`` (dynamic changes already validated) the running config: pools
+        resize, connection limits apply at once, topics take new log.* defaults."""
+        self.config = new
+        self.replica_manager.config = new
+        if "num.io.threads" in changed:
+            io = new["num.io.threads"]
+            self.data_pool.resize(io)
+            self.io_limiter.total_tokens = io
+        if "num.network.threads" in changed:
+            for name, lr in self.socket_server.listeners.items():
+                if lr.plane == "data":
+                    self.socket_server.resize(name, new["num.network.threads"])
+        if any(k in self._CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
+            self.socket_server.update_limits(connection_limits(new))
+        if any(k.startswith(("log.", "message.max.bytes")) for k in changed):
+            for topic in self.topics_catalog.all():
+                self.replica_manager.reconfigure(topic)
+
     # ------------------------------------------------------------------ metrics
 
     def metrics_snapshot(self) -> dict[str, Any]:
