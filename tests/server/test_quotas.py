@@ -51,11 +51,13 @@ def test_values_follow_kafkas_types(tmp_path: Path) -> None:
     assert set(QUOTA_KEYS) == {"producer_byte_rate", "consumer_byte_rate", "request_percentage"}
 
 
-def test_only_client_id_entities_are_accepted_for_now(tmp_path: Path) -> None:
+def test_kafkas_entity_shapes_are_accepted(tmp_path: Path) -> None:
     store = QuotaStore(tmp_path)
-    with pytest.raises(QuotaError, match="user are not supported"):
-        store.alter(QuotaEntity.of({"user": "alice"}), {"producer_byte_rate": 1})
-    assert not (tmp_path / QuotaStore.FILE).exists()
+    for entity in ({"user": "alice"}, {"user": None}, {"user": "bob", "client-id": "app"}):
+        store.alter(QuotaEntity.of(entity), {"producer_byte_rate": 1})
+    assert len(store.entries()) == 3
+    with pytest.raises(QuotaError, match="unknown entity type"):
+        store.alter(QuotaEntity.of({"ip": "127.0.0.1"}), {"producer_byte_rate": 1})
 
 
 def test_alter_merges_removes_and_persists(tmp_path: Path) -> None:

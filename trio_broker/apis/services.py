@@ -201,6 +201,22 @@ class BrokerView(Protocol):
 
     async def new_producer_id(self) -> int: ...
 
+    # -- client quotas (the same store as the admin API's)
+
+    def client_quotas(self) -> list[tuple[dict[str, str | None], dict[str, float]]]:
+        """Every quota entity (type -> name, None: default) with its values."""
+        ...
+
+    async def alter_client_quota(
+        self,
+        entity: dict[str, str | None],
+        changes: dict[str, float | None],
+        *,
+        validate_only: bool,
+    ) -> tuple[int, str | None]:
+        """Set (a number) or remove (None) quota values; (error code, message)."""
+        ...
+
     # -- the control plane (LeaderAndIsr, StopReplica, UpdateMetadata)
 
     async def leader_and_isr(

@@ -17,6 +17,7 @@ from ..protocol.api import ApiSpec
 from ..protocol.schema import VersionRange
 from . import (
     api_versions,
+    client_quotas,
     configs,
     controller,
     delete_records,
@@ -96,6 +97,8 @@ API_TABLE = ApiTable(
         ApiEntry(messages.group_offsets.OFFSET_COMMIT, group_offsets.offset_commit),
         ApiEntry(messages.group_offsets.OFFSET_FETCH, group_offsets.offset_fetch),
         ApiEntry(messages.group_offsets.OFFSET_DELETE, group_offsets.offset_delete),
+        ApiEntry(messages.quotas.DESCRIBE_CLIENT_QUOTAS, client_quotas.describe),
+        ApiEntry(messages.quotas.ALTER_CLIENT_QUOTAS, client_quotas.alter),
         # The inter-broker control requests: the control-plane listener only.
         ApiEntry(messages.controller.LEADER_AND_ISR, controller.leader_and_isr, control_only=True),
         ApiEntry(messages.controller.STOP_REPLICA, controller.stop_replica, control_only=True),

@@ -43,6 +43,7 @@ from ..apis.services import (
 from ..apis.table import API_TABLE, ApiTable
 from ..apis.topic_names import topic_name_error
 from ..network.connection_quotas import ConnectionLimits
+from ..network.request import Request
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
@@ -56,9 +57,11 @@ from .handler_pool import HandlerPool
 from .metrics import BrokerMetrics
 from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
-from .quotas import QuotaStore
+from .quota_manager import QuotaManager
+from .quotas import QuotaEntity, QuotaError, QuotaStore
 from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
+from .throttling import Throttler
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config, validate_topic_configs
 from .topics import TopicCatalog, write_atomically
 
@@ -125,8 +128,27 @@ class Broker:
             )
         self.io_limiter = trio.CapacityLimiter(config["num.io.threads"])
         self.fetch_purgatory = Purgatory("fetch")
-        self.purgatories: dict[str, Purgatory] = {"fetch": self.fetch_purgatory}
+        self.purgatories: dict[str, Purgatory] = {
+            "fetch": self.fetch_purgatory,
+            "throttle": Purgatory("throttle"),
+        }
         self.metrics = BrokerMetrics.for_broker(self)
+        self.quota_manager = QuotaManager(
+            self.quotas,
+            samples=config["quota.window.num"],
+            window_s=config["quota.window.size.seconds"],
+            clock=trio.current_time,
+        )
+        throttler = Throttler(self.quota_manager, self.purgatories["throttle"])
+        self.request_handler.throttler = throttler
+        metrics_completed = self.socket_server.on_request_complete
+
+        def completed(request: Request) -> None:
+            if metrics_completed is not None:
+                metrics_completed(request)
+            throttler.network_time(request)
+
+        self.socket_server.on_request_complete = completed
         pool = self.socket_server.memory_pool
         if pool.bounded:
             self.metrics.set_memory_pool(lambda: (pool.available, pool.used))
@@ -508,6 +530,28 @@ class Broker:
         return await self.replica_manager.list_offset(
             topic, partition, timestamp, committed_only=committed_only
         )
+
+    # client quotas: see QuotaStore (the admin API shares it)
+
+    def client_quotas(self) -> list[tuple[dict[str, str | None], dict[str, float]]]:
+        return [(e.as_dict(), dict(v)) for e, v in self.quotas.entries()]
+
+    async def alter_client_quota(
+        self,
+        entity: dict[str, str | None],
+        changes: dict[str, float | None],
+        *,
+        validate_only: bool,
+    ) -> tuple[int, str | None]:
+        try:
+            quota_entity = QuotaEntity.of(entity)
+            if validate_only:
+                self.quotas.validate(quota_entity, changes)
+            else:
+                await trio.to_thread.run_sync(self.quotas.alter, quota_entity, changes)
+        except QuotaError as exc:
+            return ErrorCode.INVALID_REQUEST, str(exc)
+        return ErrorCode.NONE, None
 
     # control plane: see ClusterState
 

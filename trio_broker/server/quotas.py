@@ -1,4 +1,4 @@
-"""Client quotas: what is stored, checked and persisted (not yet enforced).
+"""Client quotas: what is stored, checked and persisted (``QuotaManager`` enforces them).
 
 Owns: ``QuotaEntity`` (Kafka's client quota entity: entity types ``user`` and
 ``client-id`` mapped to a name, ``None`` naming the default entity), the quota keys with
@@ -6,11 +6,10 @@ Kafka's rules (``QUOTA_KEYS``: ``producer_byte_rate`` and ``consumer_byte_rate``
 bytes per second, ``request_percentage`` a percentage of one handler's time; all > 0),
 ``QuotaError``, and ``QuotaStore``, persisted as ``quotas.json`` in the first log dir
 (written to a temporary file, fsynced and renamed, so a crash leaves the old or the new
-file whole). Only client-id entities are accepted today (``SUPPORTED_ENTITIES``); user and
-user+client-id entities need no change of format, only their addition there.
+file whole). Entities are client-id, user and user+client-id (``SUPPORTED_ENTITIES``).
 Blocking file I/O: the broker calls ``load``, ``alter`` and ``delete`` from a worker
 thread; readers get immutable copies and never wait.
-Must not: enforce anything (the quota manager will read this store).
+Must not: enforce anything (``quota_manager`` reads this store).
 """
 
 from __future__ import annotations
@@ -97,8 +96,10 @@ class QuotaEntity:
         return tuple((_ORDER[k], n is not None, n or "") for k, n in self.parts)
 
 
-SUPPORTED_ENTITIES: frozenset[tuple[EntityType, ...]] = frozenset({(EntityType.CLIENT_ID,)})
-"""The entity shapes accepted now; Kafka also has (USER,) and (USER, CLIENT_ID)."""
+SUPPORTED_ENTITIES: frozenset[tuple[EntityType, ...]] = frozenset(
+    {(EntityType.CLIENT_ID,), (EntityType.USER,), (EntityType.USER, EntityType.CLIENT_ID)}
+)
+"""The entity shapes Kafka's client quotas have: client-id, user, and user+client-id."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from ..network import actions as act
 from ..network.request import Request
 from ..protocol.header import encode_response
 from ..protocol.primitives import parts_length
+from .throttling import Throttler
 
 log = logging.getLogger("trio_broker.server")
 
@@ -32,6 +33,8 @@ class RequestHandler:
         self.broker = broker
         # Observer of every encoded response: (request, response body, version).
         self.on_response: Callable[[Request, Any, int], None] | None = None
+        # Client quotas (set by the broker): usage recorded, over-quota clients throttled.
+        self.throttler: Throttler | None = None
 
     def context_for(self, request: Request) -> RequestContext:
         conn = request.connection
@@ -72,7 +75,11 @@ class RequestHandler:
     def complete(self, request: Request, response: Any) -> None:
         """Send ``response`` (a response body, or None for no response) to the client."""
         processor = request.connection.processor
+        throttler = self.throttler
         if response is None:
+            throttle_ms = throttler.throttle_ms(request, 0) if throttler is not None else 0
+            if throttle_ms and throttler is not None:
+                throttler.start(request, throttle_ms)
             processor.send_response(act.NoOpResponse(request))
             return
         if isinstance(response, CloseConnection):
@@ -83,13 +90,24 @@ class RequestHandler:
             parts = encode_response(
                 request.spec, ctx.response_version, ctx.correlation_id, response
             )
+            size = parts_length(parts)
+            throttle_ms = throttler.throttle_ms(request, size) if throttler is not None else 0
+            if throttle_ms and hasattr(response, "throttle_time_ms"):
+                # KIP-219: the response tells the client how long it is throttled.
+                response.throttle_time_ms = max(response.throttle_time_ms, throttle_ms)
+                parts = encode_response(
+                    request.spec, ctx.response_version, ctx.correlation_id, response
+                )
+                size = parts_length(parts)
         except Exception:
             log.exception("cannot encode the response to %r", request)
             self._close(request, "response encoding error")
             return
         if self.on_response is not None:
             self.on_response(request, response, ctx.response_version)
-        processor.send_response(act.SendResponse(request, parts, parts_length(parts)))
+        if throttle_ms and throttler is not None:
+            throttler.start(request, throttle_ms)
+        processor.send_response(act.SendResponse(request, parts, size))
 
     def fail(self, request: Request, reason: str) -> None:
         """Give up on a request: its connection is closed (the client retries)."""

@@ -104,7 +104,7 @@ async def test_snapshot_and_prometheus_carry_every_figure(run_broker) -> None:  
     }
     assert s["topics"]["by_topic"]["payments"]["failed_produce_requests"] == 1
     assert s["purgatories"]["fetch"] == {"size": 0, "completed": 0, "expired": 0}
-    assert set(s["purgatories"]) == {"fetch", "rebalance"}
+    assert set(s["purgatories"]) == {"fetch", "rebalance", "throttle"}
     assert s["memory_pool"] == {"capacity_bytes": -1, "available_bytes": 900, "used_bytes": 100}
     assert s["log"]["flush_time_ms"]["max"] == 2.5
 
@@ -204,7 +204,6 @@ async def test_a_request_whose_connection_closes_counts_as_an_error(run_broker) 
 
 async def test_disabled_metrics_record_nothing_per_request(run_broker) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker({"metrics.enabled": "false"})
-    assert broker.socket_server.on_request_complete is None
     assert broker.request_handler.on_response is None
     client = await AsyncWireClient.connect(addr(broker))
     for _ in range(3):

@@ -19,7 +19,9 @@ PARTITIONS = 8
 ADMIN = {"admin.listeners": "http://127.0.0.1:0"}
 
 
-def produce_load(bootstrap: str, stop: threading.Event, errors: list[Any]) -> None:
+def produce_load(
+    bootstrap: str, stop: threading.Event, errors: list[Any]
+) -> list[threading.Thread]:
     """Eight producers, one per partition, acks=all: each append waits for an fsync."""
 
     def run(partition: int) -> None:
@@ -41,8 +43,10 @@ def produce_load(bootstrap: str, stop: threading.Event, errors: list[Any]) -> No
             p.poll(0.001)
         p.flush(30)
 
-    for i in range(PARTITIONS):
-        threading.Thread(target=run, args=(i,), daemon=True).start()
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(PARTITIONS)]
+    for t in threads:
+        t.start()
+    return threads
 
 
 def phase(http: httpx.Client, requests: int, settle_s: float) -> tuple[float, float]:
@@ -74,10 +78,11 @@ def test_queue_time_and_idle_ratio_say_raise_num_io_threads(tmp_path: Path) -> N
     ).start()
     stop = threading.Event()
     errors: list[Any] = []
+    threads: list[threading.Thread] = []
     try:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         admin.create_topics([NewTopic("load", PARTITIONS, 1)])["load"].result(10)
-        produce_load(b.bootstrap, stop, errors)
+        threads = produce_load(b.bootstrap, stop, errors)
         with httpx.Client(base_url=b.admin_url, timeout=10) as http:
             phase(http, 50, 0)  # warm up
             queue_small, idle_small = phase(http, 200, 2.5)
@@ -91,4 +96,6 @@ def test_queue_time_and_idle_ratio_say_raise_num_io_threads(tmp_path: Path) -> N
         assert queue_big < queue_small / 2, (queue_small, queue_big)
     finally:
         stop.set()
+        for t in threads:  # the producers flush while the broker is still up
+            t.join(60)
         b.stop()
