@@ -1,0 +1,63 @@
+"""The benchmark scripts run end to end (tiny loads): they must not rot unnoticed.
+
+Each script is run as a user runs it (``python bench/x.py``) with the smallest load its
+options allow, and must exit 0 and write its JSON results.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+pytestmark = pytest.mark.slow
+
+
+def _run(script: str, *args: str, tmp_path: Path) -> dict:
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), *args, "--wait-quiet", "0", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "command: " in proc.stdout
+    return json.loads(out.read_text())
+
+
+def test_request_rate(tmp_path: Path) -> None:
+    doc = _run(
+        "request_rate.py",
+        *("--kinds", "api_versions,produce", "--connections", "2"),
+        *("--seconds", "0.2", "--warmup", "0.1", "--repeats", "1"),
+        tmp_path=tmp_path,
+    )
+    assert all(c["requests"] > 0 for c in doc["results"]["cells"])
+
+
+def test_connections(tmp_path: Path) -> None:
+    doc = _run(
+        "connections.py",
+        *("--counts", "20", "--settle", "0.1", "--no-echo"),
+        tmp_path=tmp_path,
+    )
+    assert doc["results"]["runs"][0]["opened"] == 20
+
+
+def test_throughput(tmp_path: Path) -> None:
+    doc = _run(
+        "throughput.py",
+        *("--sizes", "1024", "--acks", "1", "--pairs", "1", "--mb", "2"),
+        *("--consume-mb", "1", "--consume-passes", "1", "--paced-seconds", "0.5"),
+        tmp_path=tmp_path,
+    )
+    runs = doc["results"]["runs"]
+    assert {r["target"] for r in runs} == {"ours", "mock"}
+    assert all(r["produce"]["complete"] and r["consume"]["complete"] for r in runs)
