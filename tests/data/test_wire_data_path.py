@@ -194,3 +194,32 @@ async def test_log_append_time(run_broker) -> None:  # type: ignore[no-untyped-d
     ((header, _),) = list(iter_batches(f.records))
     assert header.timestamp_type == TimestampType.LOG_APPEND_TIME
     assert header.max_timestamp == p.log_append_time_ms
+
+
+async def test_large_frames_arrive_whole_even_in_pieces(run_broker) -> None:  # type: ignore[no-untyped-def]
+    """Frames past 128 KiB are read straight into their own buffer; pieces and pauses
+    in between must not matter."""
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await make_topic(c, "big")
+    values = [bytes([i]) * 100_000 for i in range(3)]  # one 300 KB batch
+    _, frame = c.frame(produce_req("big", build_batch([Record(None, v) for v in values])), 8)
+    for start in range(0, len(frame), 70_001):  # odd-sized pieces, the client waiting between
+        await c.send_raw(frame[start : start + 70_001])
+        await trio.testing.wait_all_tasks_blocked()
+    _, resp = await c.receive()
+    assert resp.responses[0].partition_responses[0].error_code == 0
+    (f,) = (await c.request(fetch_req("big", 0, partition_max=1 << 21), 11)).responses[0].partitions
+    assert values_of(f.records) == values
+
+
+async def test_a_large_frame_cut_short_is_a_truncated_frame(run_broker) -> None:  # type: ignore[no-untyped-def]
+    import struct
+
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await c.send_raw(struct.pack(">i", 200_000) + b"\0" * 150_000)
+    await c.stream.send_eof()
+    assert await c.closed_by_peer()
+    await trio.testing.wait_all_tasks_blocked()
+    assert broker.socket_server.counters.bad_requests == {"TruncatedFrame": 1}

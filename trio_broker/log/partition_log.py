@@ -241,72 +241,100 @@ class PartitionLog:
     def append(self, records: ValidatedRecords, *, leader_epoch: int, now_ms: int) -> AppendInfo:
         """Assign offsets to validated batches and append them; returns where they went."""
         with self._lock:
+            return self._append_locked(records, leader_epoch, now_ms)
+
+    def try_append_quick(
+        self, records: ValidatedRecords, *, leader_epoch: int, now_ms: int
+    ) -> AppendInfo | None:
+        """``append`` if it can be done at once without blocking: the log is not locked by
+        another thread, and this append neither rolls a segment nor fsyncs (both wait for
+        the disk). Otherwise nothing happens and the caller appends from a worker thread.
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
             self._check_usable()
             config = self._config
-            log_end = self._segments[-1].next_offset
-            rolled = False
-            if self._segments[-1].should_roll(
-                config, records.size, log_end + records.record_count - 1, now_ms
-            ):
-                rolled = self._roll_locked(now_ms)
-            duplicate = self._check_producers(records)
-            if duplicate is not None:
-                return AppendInfo(
-                    first_offset=duplicate.first_offset,
-                    last_offset=duplicate.last_offset,
-                    log_append_time_ms=-1,
-                    log_start_offset=self._log_start,
-                    record_count=0,
-                    size_bytes=0,
-                    max_timestamp=duplicate.max_timestamp,
-                    offset_of_max_timestamp=duplicate.first_offset,
-                    duplicate=True,
-                )
             active = self._segments[-1]
-            append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else None
-            stamped = assign_offsets(
-                records,
-                base_offset=log_end,
-                leader_epoch=leader_epoch,
-                log_append_time_ms=append_time,
-            )
-            try:
-                pending = active.write(stamped)
-            except OSError as exc:
-                raise self._storage_error("append", exc) from exc
-            flush = self._unflushed + records.record_count >= config.flush_interval_messages
-            if flush:
-                try:
-                    self._fsync_locked()
-                except OSError as exc:
-                    error: OSError = exc
-                    try:
-                        active.rollback()
-                    except OSError as rollback_exc:
-                        error = SegmentDamaged(f"rollback failed: {rollback_exc}")
-                    raise self._storage_error("flush", error) from exc
-            active.commit(pending, now_ms)
-            for header in stamped.headers:
-                if header.producer_id >= 0:
-                    self._producers.update(header, now_ms)
-            if flush:
-                self._recovery_point = stamped.last_offset + 1
-                self._unflushed = 0
-                self._last_flush_ms = now_ms
-            else:
-                self._unflushed += records.record_count
-            self._publish()
+            log_end = active.next_offset
+            if self._unflushed + records.record_count >= config.flush_interval_messages:
+                return None
+            last = log_end + records.record_count - 1
+            if active.should_roll(config, records.size, last, now_ms):
+                return None
+            return self._append_locked(records, leader_epoch, now_ms)
+        finally:
+            self._lock.release()
+
+    def _append_locked(
+        self, records: ValidatedRecords, leader_epoch: int, now_ms: int
+    ) -> AppendInfo:
+        self._check_usable()
+        config = self._config
+        log_end = self._segments[-1].next_offset
+        rolled = False
+        if self._segments[-1].should_roll(
+            config, records.size, log_end + records.record_count - 1, now_ms
+        ):
+            rolled = self._roll_locked(now_ms)
+        duplicate = self._check_producers(records)
+        if duplicate is not None:
             return AppendInfo(
-                first_offset=stamped.first_offset,
-                last_offset=stamped.last_offset,
-                log_append_time_ms=-1 if append_time is None else append_time,
+                first_offset=duplicate.first_offset,
+                last_offset=duplicate.last_offset,
+                log_append_time_ms=-1,
                 log_start_offset=self._log_start,
-                record_count=records.record_count,
-                size_bytes=stamped.size,
-                max_timestamp=stamped.max_timestamp,
-                offset_of_max_timestamp=stamped.offset_of_max_timestamp,
-                rolled=rolled,
+                record_count=0,
+                size_bytes=0,
+                max_timestamp=duplicate.max_timestamp,
+                offset_of_max_timestamp=duplicate.first_offset,
+                duplicate=True,
             )
+        active = self._segments[-1]
+        append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else None
+        stamped = assign_offsets(
+            records,
+            base_offset=log_end,
+            leader_epoch=leader_epoch,
+            log_append_time_ms=append_time,
+        )
+        try:
+            pending = active.write(stamped)
+        except OSError as exc:
+            raise self._storage_error("append", exc) from exc
+        flush = self._unflushed + records.record_count >= config.flush_interval_messages
+        if flush:
+            try:
+                self._fsync_locked()
+            except OSError as exc:
+                error: OSError = exc
+                try:
+                    active.rollback()
+                except OSError as rollback_exc:
+                    error = SegmentDamaged(f"rollback failed: {rollback_exc}")
+                raise self._storage_error("flush", error) from exc
+        active.commit(pending, now_ms)
+        for header in stamped.headers:
+            if header.producer_id >= 0:
+                self._producers.update(header, now_ms)
+        if flush:
+            self._recovery_point = stamped.last_offset + 1
+            self._unflushed = 0
+            self._last_flush_ms = now_ms
+        else:
+            self._unflushed += records.record_count
+        self._publish()
+        return AppendInfo(
+            first_offset=stamped.first_offset,
+            last_offset=stamped.last_offset,
+            log_append_time_ms=-1 if append_time is None else append_time,
+            log_start_offset=self._log_start,
+            record_count=records.record_count,
+            size_bytes=stamped.size,
+            max_timestamp=stamped.max_timestamp,
+            offset_of_max_timestamp=stamped.offset_of_max_timestamp,
+            rolled=rolled,
+        )
 
     def _check_producers(self, records: ValidatedRecords) -> BatchMeta | None:
         """The sequence rules for idempotent batches (raises ``ProducerStateError``);

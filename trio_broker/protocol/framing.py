@@ -74,6 +74,17 @@ class FrameDecoder:
         del buf[:end]
         return frame
 
+    def take_frame_start(self, size: int) -> tuple[bytearray, int]:
+        """Hand over the frame in progress: a buffer of its ``size`` with the bytes already
+        received copied in, and how many those are. The caller fills the rest itself (with
+        ``recv_into``, so a large frame is copied once, from the kernel into its buffer)."""
+        buf = self._buf
+        have = min(len(buf) - 4, size)
+        frame = bytearray(size)
+        frame[:have] = buf[4 : 4 + have]
+        del buf[: 4 + have]
+        return frame, have
+
     def receive_eof(self) -> None:
         """The peer closed its side: fine between frames, an error inside one.
 

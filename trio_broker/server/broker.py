@@ -86,6 +86,7 @@ class Broker:
         self.cluster = ClusterState(self.data_dir, self.broker_id)
         self.quotas = QuotaStore(self.data_dir)
         self._admin_url: str | None = None
+        self._api_versions: dict[str, list[tuple[int, int, int]]] = {}
         self._topic_lock = trio.Lock()
         control = config.control_plane_listener_name
         specs = [
@@ -350,7 +351,11 @@ class Broker:
         return [BrokerEndpoint(self.broker_id, host, port)]
 
     def api_versions(self, plane: str) -> Sequence[tuple[int, int, int]]:
-        return [(k, v.lo, v.hi) for k, v in self.api_table.versions(plane).items()]
+        cached = self._api_versions.get(plane)
+        if cached is None:
+            cached = [(k, v.lo, v.hi) for k, v in self.api_table.versions(plane).items()]
+            self._api_versions[plane] = cached
+        return cached
 
     def topic(self, name: str) -> TopicInfo | None:
         info = self.topics_catalog.get(name)

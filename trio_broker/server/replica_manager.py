@@ -4,10 +4,11 @@ ReplicaManager, for one broker with one replica per partition).
 Owns: ``ReplicaManager``: opening the log manager at start-up (recovering what a crash
 left), creating and deleting partition logs with their topic's configuration, appending
 validated record batches, reading batches as file regions, offsets by time, DeleteRecords,
-and the periodic flush and retention. Appends run in worker threads bounded by the io
-limiter (``num.io.threads``), since an append may fsync; reads are index lookups and a few
-``pread`` calls on the page cache and run inline. After each append the fetch purgatory
-is told, so parked fetches complete as soon as their bytes exist.
+and the periodic flush and retention. Appends that may wait for the disk (an fsync by the
+flush policy, a segment roll, or a large batch) run in worker threads bounded by the io
+limiter (``num.io.threads``); small ones that only write to the page cache run inline, as
+do reads (index lookups and a few ``pread`` calls on the page cache). After each append
+the fetch purgatory is told, so parked fetches complete as soon as their bytes exist.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ log = logging.getLogger("trio_broker.server")
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _NO_FLUSH_MS = 2**63 - 1
+QUICK_APPEND_BYTES = 64 * 1024
 
 
 def now_ms() -> int:
@@ -177,10 +179,16 @@ class ReplicaManager:
             return self._failed(topic, exc.error_code, str(exc))
         epoch = self.cluster.leader_epoch(topic, partition)
         try:
-            info = await trio.to_thread.run_sync(
-                lambda: plog.append(validated, leader_epoch=epoch, now_ms=now_ms()),
-                limiter=self.io_limiter,
-            )
+            # A small append that neither fsyncs nor rolls is a write() to the page cache:
+            # cheaper on the event loop than a round trip to a worker thread.
+            info = None
+            if validated.size <= QUICK_APPEND_BYTES:
+                info = plog.try_append_quick(validated, leader_epoch=epoch, now_ms=now_ms())
+            if info is None:
+                info = await trio.to_thread.run_sync(
+                    lambda: plog.append(validated, leader_epoch=epoch, now_ms=now_ms()),
+                    limiter=self.io_limiter,
+                )
         except ProducerStateError as exc:
             return self._failed(topic, exc.error_code, str(exc))
         except LogStorageError as exc:
