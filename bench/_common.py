@@ -318,6 +318,13 @@ class BrokerProcess:
         assert self.proc is not None
         return self.proc.pid
 
+    def listeners(self) -> dict[str, str]:
+        """Every listener's bound address (``listeners.json``), by listener name."""
+        listeners: dict[str, str] = json.loads((self.log_dir / "listeners.json").read_text())[
+            "listeners"
+        ]
+        return listeners
+
     def start(self, timeout: float = 60) -> BrokerProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))

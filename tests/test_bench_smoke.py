@@ -61,3 +61,24 @@ def test_throughput(tmp_path: Path) -> None:
     runs = doc["results"]["runs"]
     assert {r["target"] for r in runs} == {"ours", "mock"}
     assert all(r["produce"]["complete"] and r["consume"]["complete"] for r in runs)
+
+
+def test_control_plane(tmp_path: Path) -> None:
+    doc = _run(
+        "control_plane.py",
+        *("--rounds", "1", "--connections", "20", "--warmup", "0.3"),
+        tmp_path=tmp_path,
+    )
+    for setup in ("separate", "shared"):
+        (run,) = doc["results"][setup]
+        assert run["not_leader_ms"] > 0
+
+
+def test_resize(tmp_path: Path) -> None:
+    doc = _run(
+        "resize.py",
+        *("--phase-seconds", "0.5", "--producers", "1", "--rate", "500"),
+        tmp_path=tmp_path,
+    )
+    assert [(r["io"], r["network"]) for r in doc["results"]] == [(8, 3), (2, 1), (16, 4), (8, 3)]
+    assert all(r["errors"] == 0 and r["msg_per_s"] > 0 for r in doc["results"])

@@ -21,7 +21,9 @@ def address(broker) -> str:  # type: ignore[no-untyped-def]
 
 
 def expected_ranges() -> dict[int, tuple[int, int]]:
-    return {k: (v.lo, v.hi) for k, v in API_TABLE.versions("data").items()}
+    """A broker without a control-plane listener serves the control requests on its data
+    plane (as Kafka's inter-broker listener does), so it lists every API."""
+    return {k: (v.lo, v.hi) for k, v in API_TABLE.versions("control").items()}
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
@@ -87,3 +89,19 @@ def test_librdkafka_reports_its_name(broker) -> None:  # type: ignore[no-untyped
         if ("rdk-app", "confluent-kafka-python") in names:
             break
     assert ("rdk-app", "confluent-kafka-python") in names
+
+
+async def test_with_a_control_plane_the_data_plane_omits_the_control_requests(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+            "control.plane.listener.name": "CONTROLLER",
+        }
+    )
+    data = await AsyncWireClient.connect(address(broker))
+    keys = {k.api_key for k in (await data.request(ApiVersionsRequest(), 2)).api_keys}
+    assert keys == set(API_TABLE.versions("data")) and not keys & {4, 5, 6}
+    host, port = broker.bound_listeners()["CONTROLLER"]
+    control = await AsyncWireClient.connect(f"{host}:{port}")
+    keys = {k.api_key for k in (await control.request(ApiVersionsRequest(), 2)).api_keys}
+    assert {4, 5, 6} <= keys

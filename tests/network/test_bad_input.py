@@ -31,7 +31,6 @@ CASES = [
     ("InvalidFrameSize", struct.pack(">i", -5), False),
     ("TruncatedFrame", struct.pack(">i", 100) + b"only part of it", True),
     ("UnknownApiKey", framed(header(999, 0)), False),
-    ("UnknownApiKey", framed(header(5, 0)), False),  # StopReplica: control plane only
     ("UnsupportedApiVersion", framed(header(3, 99)), False),  # Metadata v99
     ("CorruptRequest", framed(header(3, 1) + b"\x00\x00\x00\x05\x00"), False),  # 5 topics, 1 byte
     ("CorruptRequest", framed(struct.pack(">hh", 3, 1)), False),  # header cut short

@@ -89,6 +89,12 @@ class Broker:
         self._api_versions: dict[str, list[tuple[int, int, int]]] = {}
         self._topic_lock = trio.Lock()
         control = config.control_plane_listener_name
+        # Without a control-plane listener, control requests come in on the data plane
+        # (and wait behind data requests there: what KIP-291 set out to avoid).
+        self._plane_versions = {
+            "data": api_table.versions("data" if control else "control"),
+            "control": api_table.versions("control"),
+        }
         specs = [
             ListenerSpec(
                 name=lc.name,
@@ -107,10 +113,7 @@ class Broker:
             idle_timeout_ms=config["connections.max.idle.ms"],
             limits=connection_limits(config),
             queued_max_request_bytes=config["queued.max.request.bytes"],
-            api_versions={
-                "data": api_table.versions("data"),
-                "control": api_table.versions("control"),
-            },
+            api_versions=self._plane_versions,
         )
         self.request_handler = RequestHandler(api_table, self)
         self.data_pool = HandlerPool(
@@ -353,7 +356,7 @@ class Broker:
     def api_versions(self, plane: str) -> Sequence[tuple[int, int, int]]:
         cached = self._api_versions.get(plane)
         if cached is None:
-            cached = [(k, v.lo, v.hi) for k, v in self.api_table.versions(plane).items()]
+            cached = [(k, v.lo, v.hi) for k, v in self._plane_versions[plane].items()]
             self._api_versions[plane] = cached
         return cached
 
