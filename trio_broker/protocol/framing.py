@@ -57,16 +57,10 @@ class FrameDecoder:
 
     def next_frame(self) -> bytes | None:
         """The next whole frame, or ``None`` if more bytes are needed."""
-        buf = self._buf
-        if len(buf) < 4:
+        size = self.frame_size()
+        if size is None:
             return None
-        (size,) = _SIZE.unpack_from(buf, 0)
-        if size <= 0:
-            raise InvalidFrameSize(f"frame size {size} is not positive")
-        if size > self.max_frame_size:
-            raise FrameTooLarge(
-                f"frame size {size} is larger than socket.request.max.bytes ({self.max_frame_size})"
-            )
+        buf = self._buf
         end = 4 + size
         if len(buf) < end:
             return None
