@@ -7,6 +7,7 @@ software name and version must match Kafka's pattern, else INVALID_REQUEST.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..protocol.errors import ErrorCode
@@ -16,11 +17,17 @@ from .context import RequestContext
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-async def handle(ctx: RequestContext, req: ApiVersionsRequest | None) -> ApiVersionsResponse:
-    keys = [
+@functools.lru_cache(maxsize=8)
+def _api_keys(ranges: tuple[tuple[int, int, int], ...]) -> list[ApiVersionsResponse.ApiVersion]:
+    """The answer's list for a set of ranges, built once (it is only ever encoded)."""
+    return [
         ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-        for k, lo, hi in ctx.broker.api_versions(ctx.plane)
+        for k, lo, hi in ranges
     ]
+
+
+async def handle(ctx: RequestContext, req: ApiVersionsRequest | None) -> ApiVersionsResponse:
+    keys = _api_keys(tuple(ctx.broker.api_versions(ctx.plane)))
     if req is None:
         ctx.response_version = 0
         return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=keys)

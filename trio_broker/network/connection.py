@@ -35,7 +35,7 @@ from ..protocol.framing import FrameDecoder
 from . import actions as act
 from .mute import MuteEvent, MuteState, transition
 from .request import Request, RequestTimes
-from .send import send_parts
+from .send import receive_some, send_parts
 
 if TYPE_CHECKING:
     from .processor import Processor
@@ -223,7 +223,7 @@ class Connection:
                 self._read_scope = scope
                 if idle_ns:
                     scope.deadline = trio.current_time() + idle_ns / 1e9
-                data = await self.stream.receive_some(max(_RECEIVE_SIZE, framer.wanted()))
+                data = await receive_some(self.stream, max(_RECEIVE_SIZE, framer.wanted()))
             self._read_scope = None
             if scope.cancelled_caught:
                 if not self._draining:
