@@ -2,8 +2,9 @@
 
 Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready``,
 ``/v1/broker``, ``/v1/pools``, ``/v1/connections``, ``/v1/quotas``, ``/v1/metrics``,
-``/metrics``, ``/v1/config``, ``/v1/openapi.json``), the bearer-token check, and the
-translation between JSON and the view's records. Handlers run on the broker's event loop:
+``/metrics``, ``/v1/config``, ``/v1/openapi.json``, ``/v1/dashboard``, and the page
+``/dashboard`` with its static files), the bearer-token check, and the translation
+between JSON and the view's records. Handlers run on the broker's event loop:
 they only call the view (whose synchronous methods return at once) and never block.
 Must not: import anything of the broker but ``admin.view``.
 """
@@ -20,12 +21,14 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from .asgi import AdminQuart
+from .dashboard import PAGE, StaticFiles
 from .errors import ApiError, install_error_handlers, json_response
 from .inputs import boolean, parse_json_object, pool_size, quota_value, setting_text
 from .openapi import openapi_document
 from .view import AdminView, ClientQuota, ConfigState, PoolsState
 
-PUBLIC_PATHS = frozenset({"/v1/status/ready", "/v1/openapi.json"})
+PUBLIC_PATHS = frozenset({"/v1/status/ready", "/v1/openapi.json", "/dashboard"})
+PUBLIC_PREFIXES = ("/dashboard/static/",)  # the page holds no data: its scripts ask with a token
 DEFAULT_ENTITY = "<default>"
 PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
 MAX_BODY_BYTES = 1 << 20
@@ -42,6 +45,8 @@ def create_app(view: AdminView) -> QuartTrio:
     async def _authenticate() -> None:
         token = view.admin_token
         if token is None or request.path in PUBLIC_PATHS:
+            return
+        if request.path.startswith(PUBLIC_PREFIXES):
             return
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(
@@ -185,6 +190,34 @@ def create_app(view: AdminView) -> QuartTrio:
     @app.get("/metrics")
     async def prometheus() -> Response:
         return Response(view.prometheus_text(), status=200, content_type=PROMETHEUS)
+
+    # -------------------------------------------------------------- dashboard
+
+    static = StaticFiles()
+
+    @app.get("/dashboard")
+    async def dashboard_page() -> Response:
+        data, content_type = await static.get(PAGE)
+        return Response(data, status=200, content_type=content_type)
+
+    @app.get("/dashboard/static/<name>")
+    async def dashboard_static(name: str) -> Response:
+        if not static.known(name) or name == PAGE:
+            raise ApiError(404, "not-found", f"no dashboard file {name!r}")
+        data, content_type = await static.get(name)
+        return Response(data, status=200, content_type=content_type)
+
+    @app.get("/v1/dashboard")
+    async def dashboard_data() -> Response:
+        d = await view.dashboard_data()
+        return json_response(
+            {
+                "data_dir": d.data_dir,
+                "trends": d.trends,
+                "recommendations": d.recommendations,
+                "problems": list(d.problems),
+            }
+        )
 
     # ----------------------------------------------------------------- config
 

@@ -184,6 +184,20 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
             "description": "The broker's metrics snapshot (schema trio-broker.metrics/1).",
             "additionalProperties": True,
         },
+        "Dashboard": _object(
+            {
+                "data_dir": {"type": "string", "description": "dashboard.data.dir"},
+                "trends": {
+                    "type": ["object", "null"],
+                    "description": "the Spark trends job's dashboard.json (null: none yet)",
+                },
+                "recommendations": {
+                    "type": ["object", "null"],
+                    "description": "the advisor's recommendations.json (null: none yet)",
+                },
+                "problems": {"type": "array", "items": {"type": "string"}},
+            }
+        ),
         "Config": _object(
             {
                 "config": {
@@ -405,6 +419,52 @@ def openapi_document(
                     }
                 },
                 operationId="getPrometheusMetrics",
+            )
+        },
+        "/v1/dashboard": {
+            "get": op(
+                "The Spark jobs' trend charts and tuning advice, from dashboard.data.dir.",
+                {"200": _json(_ref("Dashboard"), "what the jobs wrote")},
+                operationId="getDashboardData",
+            )
+        },
+        "/dashboard": {
+            "get": op(
+                "The dashboard page (it reads /v1/metrics and /v1/dashboard).",
+                {
+                    "200": {
+                        "description": "the page",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                    }
+                },
+                protected=False,
+                operationId="getDashboardPage",
+            )
+        },
+        "/dashboard/static/{name}": {
+            "get": op(
+                "A script, style sheet or license file of the dashboard page.",
+                {
+                    "200": {
+                        "description": "the file",
+                        "content": {
+                            t: {"schema": {"type": "string"}}
+                            for t in ("text/javascript", "text/css", "text/plain")
+                        },
+                    },
+                    "404": _error("no such file"),
+                },
+                protected=False,
+                operationId="getDashboardFile",
+                parameters=[
+                    {
+                        "name": "name",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string", "minLength": 1},
+                        "description": "a file name, e.g. dashboard.js",
+                    }
+                ],
             )
         },
         "/v1/config": {

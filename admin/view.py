@@ -1,9 +1,9 @@
 """The narrow view of the broker that the admin API reads and controls.
 
 Owns: the ``AdminView`` protocol, the plain frozen records it hands out (``BrokerInfo``,
-``PoolsState``, ``ConnectionInfo``, ``ClientQuota``, ``ConfigState`` ...), the two errors
-it raises (``NotFound``, ``Invalid``) and the limits that are part of the HTTP contract
-(``MAX_POOL_SIZE``). The broker implements the protocol with an adapter
+``PoolsState``, ``ConnectionInfo``, ``ClientQuota``, ``ConfigState``, ``DashboardData``
+...), the two errors it raises (``NotFound``, ``Invalid``) and the limits that are part of
+the HTTP contract (``MAX_POOL_SIZE``). The broker implements the protocol with an adapter
 (``trio_broker.server.admin_view``); the admin package depends on nothing else of the
 broker, so the app can be read, and tested, against any object with this shape.
 
@@ -127,6 +127,21 @@ class ClientQuota:
 
 
 @dataclass(frozen=True, slots=True)
+class DashboardData:
+    """What the Spark jobs left in ``dashboard.data.dir`` for the dashboard.
+
+    ``trends`` is their ``dashboard.json`` and ``recommendations`` the advisor's
+    ``recommendations.json`` (``None``: not there yet); ``problems`` says why a file that
+    is there could not be read.
+    """
+
+    data_dir: str
+    trends: Mapping[str, Any] | None
+    recommendations: Mapping[str, Any] | None
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigState:
     effective: Mapping[str, str | None]  # every key, as text; secrets masked; None = unset
     dynamic_keys: tuple[str, ...]
@@ -187,6 +202,10 @@ class AdminView(Protocol):
     def metrics_snapshot(self) -> Mapping[str, Any]: ...
 
     def prometheus_text(self) -> bytes: ...
+
+    async def dashboard_data(self) -> DashboardData:
+        """The files in ``dashboard.data.dir`` (read in a worker thread)."""
+        ...
 
     def config(self) -> ConfigState: ...
 

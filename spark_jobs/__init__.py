@@ -1,1 +1,9 @@
-"""Spark jobs over scraped broker metrics; they share only the metrics schema."""
+"""Spark jobs over broker metrics; they share only the metrics schema with the broker.
+
+``scrape`` (snapshots to hourly JSON Lines; standard library only), ``trends`` (the batch
+job: Parquet tables and ``dashboard.json``), ``stream`` with ``stream_source`` (the same
+tables, live, through a Python data source), ``advise`` (pool size advice, and applying
+it). ``snapshot_schema`` is the contract (``docs/metrics.md``), ``aggregate`` the
+aggregation both jobs share. Nothing here imports ``trio_broker`` or ``admin``
+(import-linter checks it).
+"""

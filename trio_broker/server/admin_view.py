@@ -3,7 +3,8 @@
 Owns: ``BrokerAdminView``, which implements ``admin.view.AdminView`` over a ``Broker``
 (copies of its state as plain records; live resizes of the io and network pools that
 keep the effective config, ``num.io.threads``/``num.network.threads``, and the I/O
-limiter in step; client quotas in the ``QuotaStore``; dynamic config updates), and
+limiter in step; client quotas in the ``QuotaStore``; dynamic config updates; the Spark
+jobs' files in ``dashboard.data.dir`` for the dashboard), and
 ``admin_server``, the context in which the admin HTTP server runs (started before the
 Kafka listeners, stopped after them). Everything here runs on the broker's event loop;
 file writes go to a worker thread.
@@ -13,10 +14,12 @@ Must not: be imported by the admin package (it knows only ``admin.view``).
 from __future__ import annotations
 
 import datetime
+import json
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -30,6 +33,7 @@ from admin.view import (
     ClientQuota,
     ConfigState,
     ConnectionInfo,
+    DashboardData,
     Invalid,
     IoPoolState,
     ListenerInfo,
@@ -221,6 +225,10 @@ class BrokerAdminView:
     def prometheus_text(self) -> bytes:
         return self.broker.prometheus_text()
 
+    async def dashboard_data(self) -> DashboardData:
+        directory = self.broker.config.dashboard_data_dir
+        return await trio.to_thread.run_sync(_read_dashboard_dir, directory)
+
     # ----------------------------------------------------------------- config
 
     def config(self) -> ConfigState:
@@ -275,6 +283,37 @@ async def admin_server(broker: Broker) -> AsyncIterator[str | None]:
 
 
 # ------------------------------------------------------------------- helpers
+
+DASHBOARD_FILES = {"trends": "dashboard.json", "recommendations": "recommendations.json"}
+MAX_DASHBOARD_FILE_BYTES = 32 << 20
+
+
+def _read_dashboard_dir(directory: Path) -> DashboardData:
+    """The Spark jobs' files for the dashboard (blocking: run it in a worker thread)."""
+    found: dict[str, Any] = {}
+    problems: list[str] = []
+    for field, name in DASHBOARD_FILES.items():
+        path = directory / name
+        try:
+            if path.stat().st_size > MAX_DASHBOARD_FILE_BYTES:
+                problems.append(f"{name}: larger than {MAX_DASHBOARD_FILE_BYTES} bytes")
+                continue
+            value = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        if isinstance(value, dict):
+            found[field] = value
+        else:
+            problems.append(f"{name}: not a JSON object")
+    return DashboardData(
+        data_dir=str(directory),
+        trends=found.get("trends"),
+        recommendations=found.get("recommendations"),
+        problems=tuple(problems),
+    )
 
 
 def _check_pool_size(key: str, size: int, raw: str | None = None) -> None:

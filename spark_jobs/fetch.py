@@ -1,0 +1,73 @@
+"""One ``GET /v1/metrics`` from a broker's admin API, checked to be a version 1 snapshot.
+
+Owns: ``fetch_snapshot`` (returns the snapshot and its compact one-line JSON, or raises
+``FetchError`` saying why: unreachable, an HTTP error, not JSON, not a snapshot),
+``token_from_env`` (``TRIO_BROKER_ADMIN_TOKEN``) and ``is_restart``. Used by the scraper
+and by the streaming data source, which Spark ships to its Python workers by value: so it
+imports the standard library only.
+Must not: retry or sleep (the callers decide how to back off).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Any
+
+SCHEMA_ID = "trio-broker.metrics/1"
+TOKEN_ENV = "TRIO_BROKER_ADMIN_TOKEN"
+REQUIRED = ("broker_id", "seq", "ts", "uptime_s")
+
+
+class FetchError(Exception):
+    """No snapshot this time; ``str()`` says why in one line."""
+
+
+def token_from_env() -> str | None:
+    return os.environ.get(TOKEN_ENV) or None
+
+
+def metrics_url(admin: str) -> str:
+    return admin.rstrip("/") + "/v1/metrics"
+
+
+def fetch_snapshot(
+    admin: str, *, token: str | None = None, timeout: float = 10.0
+) -> tuple[dict[str, Any], bytes]:
+    """The current snapshot of the broker at ``admin`` (``http://host:port``) and that
+    snapshot as one line of compact JSON."""
+    request = urllib.request.Request(metrics_url(admin), headers={"Accept": "application/json"})
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+    except urllib.error.HTTPError as exc:
+        raise FetchError(f"HTTP {exc.code} from {metrics_url(admin)}") from None
+    except (OSError, ValueError) as exc:  # URLError, refused, reset, timeout, bad URL
+        reason = getattr(exc, "reason", exc)
+        raise FetchError(f"{metrics_url(admin)}: {reason}") from None
+    try:
+        snapshot = json.loads(body)
+    except ValueError:
+        raise FetchError(f"{metrics_url(admin)}: the answer is not JSON") from None
+    if not isinstance(snapshot, dict) or snapshot.get("schema") != SCHEMA_ID:
+        got = snapshot.get("schema") if isinstance(snapshot, dict) else type(snapshot).__name__
+        raise FetchError(f"{metrics_url(admin)}: not a {SCHEMA_ID} snapshot ({got!r})")
+    missing = [k for k in REQUIRED if k not in snapshot]
+    if missing:
+        raise FetchError(f"{metrics_url(admin)}: snapshot without {', '.join(missing)}")
+    return snapshot, json.dumps(snapshot, separators=(",", ":")).encode()
+
+
+def is_restart(previous: dict[str, Any] | None, current: dict[str, Any]) -> bool:
+    """True if ``current`` comes from a later run of the broker than ``previous``: its
+    uptime is smaller, or its ``seq`` did not grow (after a long gap, a broker that
+    restarted may already be up for longer than it was before)."""
+    if previous is None:
+        return False
+    return float(current["uptime_s"]) < float(previous["uptime_s"]) or int(current["seq"]) <= int(
+        previous["seq"]
+    )

@@ -1,0 +1,173 @@
+"""The streaming job: the trends job's bucket tables, live, from brokers' admin APIs.
+
+    python -m spark_jobs.stream --admin URL [--admin URL2] --out DIR --checkpoint DIR
+        [--interval S] [--available-now] [--duration S]
+    spark-submit spark_jobs/stream.py ...   (same options)
+
+Owns: the query: ``readStream.format("trio_broker_metrics")`` (``spark_jobs.stream_source``,
+its spool under ``CHECKPOINT/spool``), the same ``bucket_rows``/``aggregate``/``split`` as
+the batch job with a watermark on the snapshot time, in append mode: a bucket is written
+once the watermark has passed its end. Each micro-batch writes the ``requests``, ``pools``
+and ``connections`` tables under ``--out`` in the batch job's layout
+(``<table>/date=YYYY-MM-DD/``), one file per micro-batch named by its batch id and
+replaced atomically, so a micro-batch replayed after a failure rewrites the same file
+(exactly once). ``--available-now`` runs one ``Trigger.AvailableNow`` query (one fresh
+snapshot per broker, and whatever the spool still holds) and exits: run it from cron;
+otherwise a micro-batch every ``--interval`` seconds until ``--duration`` or SIGTERM.
+Must not: compute anything the batch job computes differently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+if __package__ in (None, ""):  # spark-submit spark_jobs/stream.py: find the package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from spark_jobs import stream_source
+from spark_jobs.aggregate import aggregate, bucket_rows, split
+from spark_jobs.fetch import token_from_env
+from spark_jobs.session import add_spark_args, parse_confs, spark_session
+
+
+class TableWriter:
+    """``foreachBatch``: one micro-batch of closed buckets into the three tables."""
+
+    def __init__(self, out: Path, bucket_s: int) -> None:
+        self.out = out
+        self.bucket_s = bucket_s
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        batch = batch.persist()
+        try:
+            for name, df in split(batch, self.bucket_s).items():
+                table = df.toArrow()
+                if table.num_rows == 0:
+                    continue
+                dates = table.column("date")
+                for date in sorted(set(dates.to_pylist())):
+                    part = table.filter(pc.equal(dates, pa.scalar(date))).drop_columns(["date"])
+                    directory = self.out / name / f"date={date}"
+                    directory.mkdir(parents=True, exist_ok=True)
+                    path = directory / f"stream-{batch_id:010d}.parquet"
+                    tmp = directory / f".{path.name}.tmp"
+                    pq.write_table(part, tmp)
+                    os.replace(tmp, path)
+        finally:
+            batch.unpersist()
+
+
+def start(
+    spark: SparkSession,
+    admins: list[str],
+    out: Path,
+    checkpoint: Path,
+    *,
+    token: str | None = None,
+    interval_s: float = 10.0,
+    bucket_s: int = 60,
+    watermark_s: int = 0,
+    available_now: bool = False,
+) -> StreamingQuery:
+    """Start the query; with ``available_now`` it ends by itself."""
+    stream_source.register(spark)
+    reader = (
+        spark.readStream.format(stream_source.NAME)
+        .option("admin", ",".join(admins))
+        .option("spoolDir", str(checkpoint / "spool"))
+        .option("minIntervalSeconds", str(interval_s / 2))
+    )
+    if token:
+        reader = reader.option("token", token)
+    rows = bucket_rows(reader.load().select("value", "prev"))
+    agg = aggregate(rows.withWatermark("ts", f"{watermark_s} seconds"), bucket_s)
+    writer = (
+        agg.writeStream.outputMode("append")
+        .option("checkpointLocation", str(checkpoint / "query"))
+        .foreachBatch(TableWriter(out, bucket_s))
+        .queryName("trio-broker-metrics")
+    )
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=f"{interval_s} seconds")
+    return writer.start()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="stream", description="The per-bucket trend tables, live from brokers."
+    )
+    p.add_argument("--admin", action="append", required=True, help="admin API URL (repeatable)")
+    p.add_argument("--token", help="admin bearer token (default: $TRIO_BROKER_ADMIN_TOKEN)")
+    p.add_argument("--out", type=Path, required=True, help="directory of the Parquet tables")
+    p.add_argument("--checkpoint", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("--interval", type=float, default=10.0, help="seconds between micro-batches")
+    p.add_argument("--bucket-seconds", type=int, default=60)
+    p.add_argument(
+        "--watermark-seconds",
+        type=int,
+        default=0,
+        help="how late a snapshot may come (they arrive in order: 0)",
+    )
+    p.add_argument("--available-now", action="store_true", help="one run, then exit")
+    p.add_argument("--duration", type=float, help="stop after this many seconds")
+    add_spark_args(p)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    spark = spark_session("trio-broker-stream", args.master, parse_confs(args.conf))
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        query = start(
+            spark,
+            args.admin,
+            args.out,
+            args.checkpoint,
+            token=args.token or token_from_env(),
+            interval_s=args.interval,
+            bucket_s=args.bucket_seconds,
+            watermark_s=args.watermark_seconds,
+            available_now=args.available_now,
+        )
+        if args.available_now:
+            query.awaitTermination()
+        else:
+            stop.wait(args.duration)
+            query.stop()
+        progress: Any = query.lastProgress
+        rows = progress["numInputRows"] if progress else 0
+        print(f"stream: stopped; last micro-batch read {rows} snapshot(s) -> {args.out}")
+        exc = query.exception()
+        if exc is not None:
+            print(f"stream: {exc}", file=sys.stderr)
+            return 1
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
