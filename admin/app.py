@@ -131,7 +131,7 @@ def create_app(view: AdminView) -> QuartTrio:
 
     @app.get("/v1/connections")
     async def connections() -> Response:
-        args = request.args
+        args = _query(("listener", "client_id", "mute_state"))
         listener = args.get("listener")
         client_id = args.get("client_id")
         mute_state = args.get("mute_state")
@@ -239,6 +239,18 @@ def create_app(view: AdminView) -> QuartTrio:
         return json_response({"dry_run": dry_run, "changed": changed, **_config_json(after)})
 
     return app
+
+
+def _query(allowed: Sequence[str]) -> dict[str, str]:
+    """The request's query parameters; one it does not know is a 400 naming it."""
+    unknown = sorted(k for k in request.args if k not in allowed)
+    if unknown:
+        raise ApiError(
+            400,
+            "unknown-parameter",
+            f"unknown query parameter {unknown[0]!r}; known: {', '.join(allowed)}",
+        )
+    return {k: request.args[k] for k in allowed if k in request.args}
 
 
 async def _body(allowed: Sequence[str]) -> dict[str, Any]:

@@ -356,7 +356,7 @@ def openapi_document(
                 "Every open Kafka connection, optionally filtered.",
                 {
                     "200": _json(_ref("Connections"), "the connections"),
-                    "400": _error("unknown listener or mute state in a filter"),
+                    "400": _error("unknown listener, mute state or query parameter"),
                 },
                 operationId="listConnections",
                 parameters=[

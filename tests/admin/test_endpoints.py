@@ -288,6 +288,9 @@ def test_connections_list_every_connection_with_its_state(
         assert "SLEEPING" in r.json()["error"]["message"]
         r = http.get("/v1/connections?listener=NOPE")
         assert r.status_code == 400 and error_code(r) == "unknown-listener"
+        r = http.get("/v1/connections?mute=MUTED")  # a misspelt filter is not ignored
+        assert r.status_code == 400 and error_code(r) == "unknown-parameter"
+        assert "'mute'" in r.json()["error"]["message"]
 
 
 def test_a_throttled_connection_shows_the_time_left(
