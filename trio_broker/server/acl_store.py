@@ -116,6 +116,18 @@ class Authorization:
             return True
         return self.store.authorizer.authorize_any(principal, host, operation, resource_type)
 
+    def figures(self) -> dict[str, object]:
+        """The metrics snapshot's ``authorization`` section."""
+        by_resource: dict[str, dict[str, int]] = {}
+        for (resource_type, operation), count in sorted(self.denied.items()):
+            by_resource.setdefault(resource_type, {})[operation] = count
+        return {
+            "enabled": self.enabled,
+            "acls": len(self.store.authorizer),
+            "denied": sum(self.denied.values()),
+            "denied_by_resource": by_resource,
+        }
+
     def _denied(
         self,
         principal: str,

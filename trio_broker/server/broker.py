@@ -162,6 +162,7 @@ class Broker:
             throttler.network_time(request)
 
         self.socket_server.on_request_complete = completed
+        self.metrics.set_authorization(self.authorization.figures)
         pool = self.socket_server.memory_pool
         if pool.bounded:
             self.metrics.set_memory_pool(lambda: (pool.available, pool.used))
