@@ -5,6 +5,13 @@ Owns: ``allowed`` (one check for the request's principal and host), ``cluster_al
 and operation names handlers use. Every check goes through ``BrokerView.authorize``, which
 allows everything when no authorizer is configured. Only client requests are checked: the
 broker's own writes (``__consumer_offsets``) never pass through here. No trio.
+
+For APIs added later, Kafka's rules: DescribeUserScramCredentials needs
+``cluster_allowed(ctx, Op.DESCRIBE)``, AlterUserScramCredentials ``cluster_allowed(ctx,
+Op.ALTER)`` (each result CLUSTER_AUTHORIZATION_FAILED otherwise); AlterConfigs and
+IncrementalAlterConfigs ``ALTER_CONFIGS`` on the topic (TOPIC_AUTHORIZATION_FAILED) or the
+cluster for a broker (CLUSTER_AUTHORIZATION_FAILED); ApiVersions, SaslHandshake and
+SaslAuthenticate are never checked.
 """
 
 from __future__ import annotations
