@@ -5,6 +5,7 @@ bootstrap path: it needs no Kafka permission) and through Kafka's ACL APIs."""
 from __future__ import annotations
 
 import logging
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -319,3 +320,19 @@ def test_a_burst_of_denials_is_logged_once_and_counted_in_full(
     auth = httpx.get(f"{b.admin_url}/v1/metrics", timeout=10).json()["authorization"]
     assert auth["enabled"] is True and auth["acls"] == 2
     assert auth["denied_by_resource"]["TOPIC"]["WRITE"] == ATTEMPTS
+
+
+def test_kcat_reports_the_denials(secured: BrokerThread) -> None:
+    b = secured
+    grant(b, rule("TOPIC", "t", "DESCRIBE"), rule("CLUSTER", "kafka-cluster", "CREATE"))
+    create_topics(b, "t")
+    base = ["kcat", "-b", b.bootstrap, "-t", "t", "-p", "0"]
+    produced = subprocess.run(
+        [*base, "-P"], input="hello\n", capture_output=True, text=True, timeout=60
+    )
+    assert produced.returncode != 0 and "Topic authorization failed" in produced.stderr
+    consumed = subprocess.run(
+        [*base, "-C", "-o", "beginning", "-e"], capture_output=True, text=True, timeout=60
+    )
+    assert consumed.returncode != 0 and "Topic authorization failed" in consumed.stderr
+    assert consumed.stdout.strip() == ""
