@@ -3,9 +3,10 @@
 Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready``,
 ``/v1/broker``, ``/v1/pools``, ``/v1/connections``, ``/v1/quotas``, ``/v1/metrics``,
 ``/metrics``, ``/v1/config``, ``/v1/openapi.json``, ``/v1/dashboard``, and the page
-``/dashboard`` with its static files), the bearer-token check, and the translation
-between JSON and the view's records. Handlers run on the broker's event loop:
-they only call the view (whose synchronous methods return at once) and never block.
+``/dashboard`` with its static files; ``/v1/acls`` is registered from ``admin.acls``), the
+bearer-token check, and the translation between JSON and the view's records. Handlers run
+on the broker's event loop: they only call the view (whose synchronous methods return at
+once) and never block.
 Must not: import anything of the broker but ``admin.view``.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 from quart import Response, request
 from quart_trio import QuartTrio
 
+from .acls import register_acl_routes
 from .asgi import AdminQuart
 from .dashboard import PAGE, StaticFiles
 from .errors import ApiError, install_error_handlers, json_response
@@ -218,6 +220,8 @@ def create_app(view: AdminView) -> QuartTrio:
                 "problems": list(d.problems),
             }
         )
+
+    register_acl_routes(app, view)
 
     # ----------------------------------------------------------------- config
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .acl_openapi import acl_paths, acl_schemas
 from .view import MAX_POOL_SIZE, MIN_POOL_SIZE
 
 _LONG_MAX = 2**63 - 1
@@ -487,6 +488,7 @@ def openapi_document(
             ),
         },
     }
+    paths.update(acl_paths(op, _error))
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -494,13 +496,13 @@ def openapi_document(
             "version": version,
             "description": (
                 "Operate a running trio-broker: readiness, pools (live resize), "
-                "connections, client quotas, metrics and dynamic configuration. "
+                "connections, client quotas, ACLs, metrics and dynamic configuration. "
                 'Errors are {"error": {"code", "message"}}.'
             ),
         },
         "paths": paths,
         "components": {
-            "schemas": _schemas(mute_states, quota_keys),
+            "schemas": {**_schemas(mute_states, quota_keys), **acl_schemas()},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }

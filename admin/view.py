@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .acl_view import AclView
+
 MIN_POOL_SIZE = 1
 MAX_POOL_SIZE = 256
 """A pool (io handlers, a listener's processors) may be resized to 1..256 members."""
@@ -148,8 +150,8 @@ class ConfigState:
     dynamic_settings: Mapping[str, str]  # the run-time changes in force, secrets masked
 
 
-class AdminView(Protocol):
-    """What the admin API may read and change in a running broker."""
+class AdminView(AclView, Protocol):
+    """What the admin API may read and change in a running broker (the ACLs: ``AclView``)."""
 
     @property
     def admin_token(self) -> str | None:

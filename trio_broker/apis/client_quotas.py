@@ -5,7 +5,8 @@ Entities are ``user``, ``client-id`` and ``user``+``client-id``, a null name mea
 default entity. Describe filters: match type 0 is an exact name, 1 the default entity, 2
 any entity of that type; ``strict`` asks for entities with exactly the filtered types.
 Alter applies each entry's operations together, or none of them (INVALID_REQUEST naming
-the problem); ``validate_only`` checks without changing anything.
+the problem); ``validate_only`` checks without changing anything. Describing needs
+DESCRIBE_CONFIGS on the cluster, altering ALTER_CONFIGS (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..protocol.messages.quotas import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
+from .authz import Op, cluster_allowed
 from .context import RequestContext
 
 EXACT, DEFAULT, ANY = 0, 1, 2
@@ -45,6 +47,13 @@ def _matches(
 async def describe(
     ctx: RequestContext, req: DescribeClientQuotasRequest
 ) -> DescribeClientQuotasResponse:
+    if not cluster_allowed(ctx, Op.DESCRIBE_CONFIGS):
+        return DescribeClientQuotasResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            error_message="the cluster DESCRIBE_CONFIGS permission is needed",
+            entries=None,
+        )
     seen: set[str] = set()
     for c in req.components:
         problem = None
@@ -81,11 +90,15 @@ async def describe(
 
 async def alter(ctx: RequestContext, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
     results = []
+    may_alter = cluster_allowed(ctx, Op.ALTER_CONFIGS)
     for entry in req.entries:
         names = [e.entity_type for e in entry.entity]
         error: int = ErrorCode.NONE
         message: str | None = None
-        if len(set(names)) != len(names) or not names:
+        if not may_alter:
+            error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            message = "the cluster ALTER_CONFIGS permission is needed"
+        elif len(set(names)) != len(names) or not names:
             error, message = ErrorCode.INVALID_REQUEST, "each entity type may appear once"
         else:
             entity = {e.entity_type: e.entity_name for e in entry.entity}

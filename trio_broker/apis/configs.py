@@ -4,7 +4,9 @@ Topic entries carry their source (TOPIC_CONFIG for the topic's own overrides, el
 broker key's source); broker entries are read-only unless dynamic. Sensitive values are
 never sent (null, is_sensitive true). ``configuration_keys`` null means every key; an
 unknown key is simply absent, as in Kafka. A broker resource is named by this broker's id,
-or empty for the cluster default.
+or empty for the cluster default. A topic needs DESCRIBE_CONFIGS on it
+(TOPIC_AUTHORIZATION_FAILED), the broker DESCRIBE_CONFIGS on the cluster
+(CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import Any
 from ..protocol.api import ApiKey, spec_for
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import item_type
+from .authz import TOPIC as TOPIC_RESOURCE
+from .authz import Op, allowed, cluster_allowed
 from .context import RequestContext
 
 _SPEC = spec_for(ApiKey.DescribeConfigs)
@@ -41,12 +45,18 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         )
         results.append(result)
         if res.resource_type == TOPIC:
+            if not allowed(ctx, Op.DESCRIBE_CONFIGS, TOPIC_RESOURCE, res.resource_name):
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if broker.topic(res.resource_name) is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 result.error_message = f"topic {res.resource_name!r} does not exist"
                 continue
             entries = broker.topic_config_entries(res.resource_name)
         elif res.resource_type == BROKER:
+            if not cluster_allowed(ctx, Op.DESCRIBE_CONFIGS):
+                result.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                continue
             if res.resource_name not in ("", str(broker.broker_id)):
                 result.error_code = ErrorCode.INVALID_REQUEST
                 result.error_message = f"this is broker {broker.broker_id}, not {res.resource_name}"

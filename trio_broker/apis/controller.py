@@ -4,7 +4,8 @@ v0-8 (the versions of Kafka 3.9, the last release that had them).
 They are served on the control-plane listener only (the API table marks them control-only;
 elsewhere they close the connection as invalid requests). The handlers decode every
 version's layout into plain records and leave the effect to the broker
-(``leader_and_isr``, ``stop_replicas``, ``update_metadata``).
+(``leader_and_isr``, ``stop_replicas``, ``update_metadata``). Each needs CLUSTER_ACTION on
+the cluster; without it the request changes nothing and is CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..protocol.messages.controller import (
     UpdateMetadataResponse,
 )
 from ..protocol.schema import ZERO_UUID
+from .authz import Op, cluster_allowed
 from .context import RequestContext
 from .services import ClusterBroker, PartitionAssignment, PartitionInfo
 
@@ -30,6 +32,8 @@ _PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 
 
 async def leader_and_isr(ctx: RequestContext, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+    if not cluster_allowed(ctx, Op.CLUSTER_ACTION):
+        return LeaderAndIsrResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version
     assignments: list[PartitionAssignment] = []
     states: list[tuple[str, Any, Any]]
@@ -73,6 +77,8 @@ async def leader_and_isr(ctx: RequestContext, req: LeaderAndIsrRequest) -> Leade
 
 
 async def stop_replica(ctx: RequestContext, req: StopReplicaRequest) -> StopReplicaResponse:
+    if not cluster_allowed(ctx, Op.CLUSTER_ACTION):
+        return StopReplicaResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version
     partitions: list[tuple[str, int, bool]]
     if v == 0:
@@ -105,6 +111,8 @@ async def stop_replica(ctx: RequestContext, req: StopReplicaRequest) -> StopRepl
 async def update_metadata(
     ctx: RequestContext, req: UpdateMetadataRequest
 ) -> UpdateMetadataResponse:
+    if not cluster_allowed(ctx, Op.CLUSTER_ACTION):
+        return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version
     brokers = []
     for b in req.live_brokers:

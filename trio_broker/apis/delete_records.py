@@ -1,11 +1,15 @@
-"""DeleteRecords v0-v2: move a partition's log start offset forward (-1: to the end)."""
+"""DeleteRecords v0-v2: move a partition's log start offset forward (-1: to the end).
+
+A topic the principal may not DELETE is TOPIC_AUTHORIZATION_FAILED on each partition."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..protocol.api import ApiKey, spec_for
+from ..protocol.errors import ErrorCode
 from ..protocol.schema import item_type
+from .authz import TOPIC, Op, allowed
 from .context import RequestContext
 
 _SPEC = spec_for(ApiKey.DeleteRecords)
@@ -19,10 +23,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     topics = []
     for t in req.topics:
         partitions = []
+        may_delete = allowed(ctx, Op.DELETE, TOPIC, t.name)
         for p in t.partitions:
-            error, low_watermark = await ctx.broker.delete_records(
-                t.name, p.partition_index, p.offset
-            )
+            if may_delete:
+                error, low_watermark = await ctx.broker.delete_records(
+                    t.name, p.partition_index, p.offset
+                )
+            else:
+                error, low_watermark = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
             partitions.append(
                 PartitionResult(
                     partition_index=p.partition_index, low_watermark=low_watermark, error_code=error

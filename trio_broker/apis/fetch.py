@@ -8,6 +8,9 @@ it completes when enough bytes arrive or when the wait runs out, and reads again
 Fetch sessions (KIP-227) are declined the way the KIP allows: a request to open one gets
 session id 0, so the client keeps sending full fetches; an incremental fetch for an
 unknown session gets FETCH_SESSION_ID_NOT_FOUND.
+Authorization, as Kafka: a follower's fetch (replica id >= 0) needs CLUSTER_ACTION on the
+cluster, a consumer's READ on each topic; partitions not allowed are
+TOPIC_AUTHORIZATION_FAILED and carry no records.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from ..protocol.api import ApiKey, spec_for
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID, item_type
+from .authz import TOPIC, Op, allowed, cluster_allowed
 from .context import RequestContext
 from .services import ReadResult
 
@@ -37,6 +41,7 @@ class _Wanted:
     partition: int
     fetch_offset: int
     max_bytes: int
+    denied: bool = False
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
@@ -49,12 +54,18 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             session_id=0,
         )
     wanted: list[_Wanted] = []
+    follower = req.replica_id >= 0
+    may_replicate = cluster_allowed(ctx, Op.CLUSTER_ACTION) if follower else False
     for t in req.topics:
         if v >= 13:
             info = broker.topic_by_id(t.topic_id)
             name = info.name if info is not None else None
         else:
             name = t.topic
+        if follower:
+            denied = not may_replicate
+        else:
+            denied = name is not None and not allowed(ctx, Op.READ, TOPIC, name)
         for p in t.partitions:
             wanted.append(
                 _Wanted(
@@ -63,6 +74,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     p.partition,
                     p.fetch_offset,
                     p.partition_max_bytes,
+                    denied,
                 )
             )
     committed = v >= 4 and req.isolation_level == READ_COMMITTED
@@ -75,6 +87,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         for w in wanted:
             if w.topic is None:
                 results.append(ReadResult(ErrorCode.UNKNOWN_TOPIC_ID))
+                continue
+            if w.denied:
+                results.append(ReadResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             result = await broker.read(
                 w.topic,
@@ -108,7 +123,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     # with its error). The first read's file regions are released: the next read redoes it.
     for r in results:
         _release(r.records)
-    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None]
+    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None and not w.denied]
     base = {key: broker.log_size(*key) for key in keys}
 
     def ready() -> bool:

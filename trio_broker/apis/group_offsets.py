@@ -8,6 +8,12 @@ OffsetCommit v2-v4 may give a retention time (kept as the offsets' expiry time);
 versions use ``offsets.retention.minutes``. OffsetFetch: v1 has no top-level error, so a
 group-level error is reported on every partition; from v2 a null topic list asks for all
 of the group's offsets; v8 asks for several groups at once.
+
+Authorization, as Kafka: OffsetCommit needs READ on the group (else every partition is
+GROUP_AUTHORIZATION_FAILED) and READ on each topic (TOPIC_AUTHORIZATION_FAILED);
+OffsetFetch DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) and on each topic: a named
+topic not allowed is TOPIC_AUTHORIZATION_FAILED, and asking for all offsets leaves such
+topics out; OffsetDelete DELETE on the group and READ on each topic.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from ..protocol.messages.group_offsets import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from .authz import GROUP, TOPIC, Op, allowed
 from .context import RequestContext
 from .group_services import (
     CommittedOffset,
@@ -39,8 +46,16 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
     v = ctx.api_version
     errors: dict[TopicPartition, int] = {}
     entries: list[OffsetCommitEntry] = []
+    may_read_group = allowed(ctx, Op.READ, GROUP, req.group_id)
     for t in req.topics:
+        may_read = may_read_group and allowed(ctx, Op.READ, TOPIC, t.name)
         for p in t.partitions:
+            if not may_read_group:
+                errors[(t.name, p.partition_index)] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if not may_read:
+                errors[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if unknown_topic_partition(ctx, t.name, p.partition_index):
                 errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -92,6 +107,30 @@ def _wanted(topics: Sequence[tuple[str, Sequence[int]]] | None) -> list[TopicPar
     return [(name, p) for name, partitions in topics for p in partitions]
 
 
+_DENIED = CommittedOffset(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
+def _fetch_group(
+    ctx: RequestContext, group_id: str, wanted: list[TopicPartition] | None, require_stable: bool
+) -> tuple[int, dict[TopicPartition, CommittedOffset]]:
+    """One group's committed offsets, as far as the principal may see them."""
+    if not allowed(ctx, Op.DESCRIBE, GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
+    seen: dict[str, bool] = {}
+
+    def visible(topic: str, log_denied: bool) -> bool:
+        if topic not in seen:
+            seen[topic] = allowed(ctx, Op.DESCRIBE, TOPIC, topic, log_denied=log_denied)
+        return seen[topic]
+
+    if wanted is None:
+        code, found = coordinator_of(ctx).fetch_offsets(group_id, None, require_stable)
+        return code, {tp: c for tp, c in found.items() if visible(tp[0], False)}
+    mine = [tp for tp in wanted if visible(tp[0], True)]
+    code, found = coordinator_of(ctx).fetch_offsets(group_id, mine, require_stable)
+    return code, {**found, **{tp: _DENIED for tp in wanted if not seen[tp[0]]}}
+
+
 def _by_topic(
     wanted: list[TopicPartition] | None, found: dict[TopicPartition, CommittedOffset]
 ) -> dict[str, list[tuple[int, CommittedOffset]]]:
@@ -105,14 +144,13 @@ def _by_topic(
 
 async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     v = ctx.api_version
-    coordinator = coordinator_of(ctx)
     require_stable = req.require_stable if v >= 7 else False
     if v >= 8:
         groups = []
         for g in req.groups:
             asked = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
             wanted = _wanted(asked)
-            code, found = coordinator.fetch_offsets(g.group_id, wanted, require_stable)
+            code, found = _fetch_group(ctx, g.group_id, wanted, require_stable)
             G = OffsetFetchResponse.Group
             groups.append(
                 G(
@@ -142,7 +180,7 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
 
     asked = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
     wanted = _wanted(asked if v >= 2 else (asked or []))
-    code, found = coordinator.fetch_offsets(req.group_id, wanted, require_stable)
+    code, found = _fetch_group(ctx, req.group_id, wanted, require_stable)
     if code and v < 2:  # no top-level error field: every partition carries it
         found = {tp: CommittedOffset(error_code=code) for tp in wanted or []}
     elif code:
@@ -177,10 +215,17 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
 async def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
     errors: dict[TopicPartition, int] = {}
     wanted: list[TopicPartition] = []
+    if not allowed(ctx, Op.DELETE, GROUP, req.group_id):
+        return OffsetDeleteResponse(
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=ctx.throttle_time_ms
+        )
     for t in req.topics:
+        may_read = allowed(ctx, Op.READ, TOPIC, t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if unknown_topic_partition(ctx, *tp):
+            if not may_read:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif unknown_topic_partition(ctx, *tp):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted.append(tp)

@@ -11,6 +11,11 @@ in (or, if the broker shuts down first, with NOT_COORDINATOR so the client looks
 FindCoordinator: this broker coordinates every group. Transactions are not supported, so a
 TRANSACTION key is answered COORDINATOR_NOT_AVAILABLE with a message saying so (and the
 transaction APIs are absent from ApiVersions, which is what clients check first).
+
+Authorization, as Kafka: FindCoordinator and DescribeGroups need DESCRIBE on the group,
+JoinGroup, SyncGroup, Heartbeat and LeaveGroup READ, DeleteGroups DELETE; else
+GROUP_AUTHORIZATION_FAILED. ListGroups lists every group to a principal with DESCRIBE on
+the cluster, else only the groups it may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -37,6 +42,14 @@ from ..protocol.messages.groups import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from .authz import (
+    GROUP,
+    NOT_REQUESTED_OPERATIONS,
+    Op,
+    allowed,
+    authorized_operations,
+    cluster_allowed,
+)
 from .context import Deferred, RequestContext
 from .group_services import (
     JoinParams,
@@ -50,9 +63,6 @@ from .group_services import (
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 NO_TRANSACTIONS = "transactions are not supported by this broker"
-# DescribeGroups: READ, DELETE and DESCRIBE, allowed to everyone (no authorizer yet).
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-NOT_REQUESTED_OPERATIONS = -(2**31)
 
 R = TypeVar("R")
 
@@ -90,6 +100,9 @@ async def find_coordinator(
     me = ctx.broker.endpoints(ctx.listener)[0]
     found: list[tuple[str, int, str, int, int, str | None]] = []
     for key in keys:
+        if key_type == KEY_TYPE_GROUP and not allowed(ctx, Op.DESCRIBE, GROUP, key):
+            found.append((key, -1, "", -1, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+            continue
         if key_type == KEY_TYPE_GROUP and active:
             found.append((key, me.node_id, me.host, me.port, ErrorCode.NONE, None))
             continue
@@ -127,6 +140,7 @@ async def find_coordinator(
 
 async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
     v = ctx.api_version
+    may_read = allowed(ctx, Op.READ, GROUP, req.group_id)
     params = JoinParams(
         group_id=req.group_id,
         member_id=req.member_id,
@@ -142,7 +156,6 @@ async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
         supports_skip_assignment=v >= 9,
         reason=req.reason if v >= 8 else None,
     )
-    outcome = coordinator_of(ctx).join_group(params)
 
     def respond(result: JoinResult) -> JoinGroupResponse:
         return JoinGroupResponse(
@@ -164,6 +177,9 @@ async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
             ],
         )
 
+    if not may_read:
+        return respond(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id=req.member_id))
+    outcome = coordinator_of(ctx).join_group(params)
     if isinstance(outcome, Pending):
         gone = JoinResult(ErrorCode.NOT_COORDINATOR, member_id=req.member_id)
         return _park(ctx, outcome, respond, gone)
@@ -185,6 +201,8 @@ async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
             assignment=result.assignment,
         )
 
+    if not allowed(ctx, Op.READ, GROUP, req.group_id):
+        return respond(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return respond(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
     outcome = coordinator_of(ctx).sync_group(
@@ -205,6 +223,10 @@ async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
 
 
 async def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
+    if not allowed(ctx, Op.READ, GROUP, req.group_id):
+        return HeartbeatResponse(
+            throttle_time_ms=ctx.throttle_time_ms, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
+        )
     code = coordinator_of(ctx).heartbeat(
         req.group_id,
         req.generation_id,
@@ -219,6 +241,10 @@ async def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResp
 
 async def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
     v = ctx.api_version
+    if not allowed(ctx, Op.READ, GROUP, req.group_id):
+        return LeaveGroupResponse(
+            throttle_time_ms=ctx.throttle_time_ms, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
+        )
     if v < 3:
         members = [MemberIdentity(req.member_id)]
     else:
@@ -252,13 +278,28 @@ async def describe_groups(
     ctx: RequestContext, req: DescribeGroupsRequest
 ) -> DescribeGroupsResponse:
     coordinator = coordinator_of(ctx)
-    operations = (
-        GROUP_OPERATIONS
-        if ctx.api_version >= 3 and req.include_authorized_operations
-        else NOT_REQUESTED_OPERATIONS
-    )
+    with_operations = ctx.api_version >= 3 and req.include_authorized_operations
     groups = []
+    Described = DescribeGroupsResponse.DescribedGroup
     for group_id in req.groups:
+        if not allowed(ctx, Op.DESCRIBE, GROUP, group_id):
+            groups.append(
+                Described(
+                    error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=NOT_REQUESTED_OPERATIONS,
+                )
+            )
+            continue
+        operations = (
+            authorized_operations(ctx, GROUP, group_id)
+            if with_operations
+            else NOT_REQUESTED_OPERATIONS
+        )
         d = coordinator.describe_group(group_id)
         groups.append(
             DescribeGroupsResponse.DescribedGroup(
@@ -290,6 +331,10 @@ async def describe_groups(
 async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
     states = req.states_filter if ctx.api_version >= 4 else []
     code, overviews = coordinator_of(ctx).list_groups(states)
+    if not cluster_allowed(ctx, Op.DESCRIBE, log_denied=False):
+        overviews = [
+            g for g in overviews if allowed(ctx, Op.DESCRIBE, GROUP, g.group_id, log_denied=False)
+        ]
     return ListGroupsResponse(
         throttle_time_ms=ctx.throttle_time_ms,
         error_code=code,
@@ -306,7 +351,11 @@ async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroups
 
 
 async def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    results = await coordinator_of(ctx).delete_groups(req.groups_names)
+    names = list(dict.fromkeys(req.groups_names))
+    denied = {g for g in names if not allowed(ctx, Op.DELETE, GROUP, g)}
+    allowed_names = [g for g in names if g not in denied]
+    results = await coordinator_of(ctx).delete_groups(allowed_names) if allowed_names else {}
+    results = {**results, **{g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in denied}}
     return DeleteGroupsResponse(
         throttle_time_ms=ctx.throttle_time_ms,
         results=[

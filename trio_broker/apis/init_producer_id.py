@@ -3,13 +3,16 @@
 Every call without a transactional id gets a new producer id at epoch 0 (also when an
 existing id and epoch are given, v3+: starting over with a fresh id is always safe for a
 non-transactional producer). Transactions are not supported: a transactional id is an
-INVALID_REQUEST, and the transaction APIs are not in ApiVersions.
+INVALID_REQUEST, and the transaction APIs are not in ApiVersions. An idempotent producer
+needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679), else
+CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.produce import InitProducerIdRequest, InitProducerIdResponse
+from .authz import TOPIC, Op, cluster_allowed
 from .context import RequestContext
 
 
@@ -18,6 +21,16 @@ async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProduce
         return InitProducerIdResponse(
             throttle_time_ms=ctx.throttle_time_ms,
             error_code=ErrorCode.INVALID_REQUEST,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    if not cluster_allowed(ctx, Op.IDEMPOTENT_WRITE, log_denied=False) and not (
+        ctx.broker.authorize_any(ctx.principal, ctx.client_host, Op.WRITE, TOPIC)
+    ):
+        cluster_allowed(ctx, Op.IDEMPOTENT_WRITE)  # counted and logged as the denial
+        return InitProducerIdResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             producer_id=-1,
             producer_epoch=-1,
         )

@@ -3,7 +3,8 @@
 Special timestamps, as Kafka: -2 the log start offset, -1 the latest offset (the high
 watermark, or the last stable offset under read_committed), -3 the offset of the record
 with the largest timestamp (v7+). A timestamp >= 0 finds the first offset whose batch has
-a timestamp at or after it; none: offset -1.
+a timestamp at or after it; none: offset -1. Partitions of a topic the principal may not
+DESCRIBE are TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.api import ApiKey, spec_for
+from ..protocol.errors import ErrorCode
 from ..protocol.schema import item_type
+from .authz import TOPIC, Op, allowed
 from .context import RequestContext
 
 _SPEC = spec_for(ApiKey.ListOffsets)
@@ -28,10 +31,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     topics = []
     for t in req.topics:
         partitions = []
+        may_describe = allowed(ctx, Op.DESCRIBE, TOPIC, t.name)
         for p in t.partitions:
-            error, offset, timestamp, epoch = await ctx.broker.list_offset(
-                t.name, p.partition_index, p.timestamp, committed_only=committed
-            )
+            if may_describe:
+                error, offset, timestamp, epoch = await ctx.broker.list_offset(
+                    t.name, p.partition_index, p.timestamp, committed_only=committed
+                )
+            else:
+                error, offset, timestamp, epoch = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1
             partitions.append(
                 PartitionResponse(
                     partition_index=p.partition_index,

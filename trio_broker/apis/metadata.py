@@ -4,6 +4,11 @@ v0 asks for all topics with an empty list, v1+ with null. Unknown topics are cre
 both the request (v4+) and ``auto.create.topics.enable`` allow it; otherwise they come back
 with UNKNOWN_TOPIC_OR_PARTITION. From v10 topic ids are returned, from v12 topics may be
 asked for by id. Endpoints are those of the listener the request arrived on.
+
+Authorization, as Kafka: topics the principal may not DESCRIBE are left out of an
+all-topics answer and are TOPIC_AUTHORIZATION_FAILED when named (existing or not, so
+names do not leak); creating a topic needs CREATE on the cluster or on the topic, else
+TOPIC_AUTHORIZATION_FAILED. The authorized-operations bit fields are filled in when asked.
 """
 
 from __future__ import annotations
@@ -11,6 +16,16 @@ from __future__ import annotations
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.metadata import MetadataRequest, MetadataResponse
 from ..protocol.schema import ZERO_UUID
+from ..security.acl import AclOperation
+from .authz import (
+    CLUSTER,
+    NOT_REQUESTED_OPERATIONS,
+    TOPIC,
+    Op,
+    allowed,
+    authorized_operations,
+    cluster_allowed,
+)
 from .context import RequestContext
 from .services import TopicError, TopicInfo
 from .topic_names import topic_name_error
@@ -29,14 +44,26 @@ async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     all_topics = req.topics is None or (v == 0 and not req.topics)
     topics: list[Topic] = []
     if all_topics:
-        topics = [_describe(t) for t in broker.topics()]
+        topics = [
+            _describe(t)
+            for t in broker.topics()
+            if allowed(ctx, Op.DESCRIBE, TOPIC, t.name, log_denied=False)
+        ]
     else:
         allow_create = bool(broker.config_value("auto.create.topics.enable")) and (
             v < 4 or req.allow_auto_topic_creation
         )
         for wanted in req.topics or ():
             topics.append(await _lookup(ctx, wanted, allow_create))
+    if v >= 8 and req.include_topic_authorized_operations:
+        for t in topics:
+            if t.error_code == ErrorCode.NONE and t.name is not None:
+                t.topic_authorized_operations = authorized_operations(ctx, TOPIC, t.name)
+    cluster_operations = NOT_REQUESTED_OPERATIONS
+    if 8 <= v <= 10 and req.include_cluster_authorized_operations:
+        cluster_operations = authorized_operations(ctx, CLUSTER, "kafka-cluster")
     return MetadataResponse(
+        cluster_authorized_operations=cluster_operations,
         throttle_time_ms=ctx.throttle_time_ms,
         brokers=brokers,
         cluster_id=broker.cluster_id,
@@ -51,14 +78,22 @@ async def _lookup(ctx: RequestContext, wanted: MetadataRequest.Topic, allow_crea
         info = broker.topic_by_id(wanted.topic_id)
         if info is None:
             return Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id)
+        if not allowed(ctx, Op.DESCRIBE, TOPIC, info.name):
+            return _denied(None, wanted.topic_id)
         return _describe(info)
     name = wanted.name
+    if not allowed(ctx, Op.DESCRIBE, TOPIC, name):
+        return _denied(name, ZERO_UUID)
     info = broker.topic(name)
     if info is not None:
         return _describe(info)
     if allow_create:
         if topic_name_error(name) is not None:
             return Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
+        if not cluster_allowed(ctx, AclOperation.CREATE, log_denied=False) and not allowed(
+            ctx, Op.CREATE, TOPIC, name
+        ):
+            return _denied(name, ZERO_UUID)
         try:
             info = await broker.create_topic(name, int(broker.config_value("num.partitions")), {})
         except TopicError as exc:
@@ -67,6 +102,10 @@ async def _lookup(ctx: RequestContext, wanted: MetadataRequest.Topic, allow_crea
                 return Topic(error_code=exc.error_code, name=name)
         return _describe(info)
     return Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID)
+
+
+def _denied(name: str | None, topic_id: object) -> Topic:
+    return Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=topic_id)
 
 
 def _describe(info: TopicInfo) -> Topic:

@@ -4,7 +4,8 @@ acks=0 gets no response (the no-op action); if one of its partitions failed, the
 cannot learn it from a response it does not read, so the connection is closed, as Kafka
 does. acks=1 and acks=-1 are answered once the records are appended (and flushed when the
 flush policy says so): with one replica, the high watermark is the log end. Any other acks
-value is INVALID_REQUIRED_ACKS. Transactions are not supported.
+value is INVALID_REQUIRED_ACKS. Transactions are not supported. A topic the principal may
+not WRITE is TOPIC_AUTHORIZATION_FAILED on each of its partitions, nothing appended.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from ..protocol.api import ApiKey, spec_for
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import item_type
+from .authz import TOPIC, Op, allowed
 from .context import CloseConnection, RequestContext
 from .services import WriteResult
 
@@ -32,8 +34,11 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     topics = []
     for topic in req.topic_data:
         partitions = []
+        may_write = allowed(ctx, Op.WRITE, TOPIC, topic.name)
         for data in topic.partition_data:
-            if acks not in (-1, 0, 1):
+            if not may_write:
+                result = WriteResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif acks not in (-1, 0, 1):
                 result = WriteResult(
                     ErrorCode.INVALID_REQUIRED_ACKS, error_message=f"acks={acks} is not -1, 0 or 1"
                 )

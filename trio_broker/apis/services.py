@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
+
 if TYPE_CHECKING:
     from .context import Deferred, RequestContext
 
@@ -215,6 +217,36 @@ class BrokerView(Protocol):
         validate_only: bool,
     ) -> tuple[int, str | None]:
         """Set (a number) or remove (None) quota values; (error code, message)."""
+        ...
+
+    # -- authorization (the same ACL store as the admin API's)
+
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        log_denied: bool = True,
+    ) -> bool:
+        """Whether the request may do ``operation`` on the resource (always, when no
+        authorizer is configured); a denial is counted and, if ``log_denied``, logged."""
+        ...
+
+    def authorize_any(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether ``operation`` is allowed on at least one resource of the type."""
+        ...
+
+    def find_acls(self, acl_filter: AclFilter) -> list[AclBinding]: ...
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> None: ...
+
+    async def delete_acls(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
+        """Delete what each filter matches; per filter, the bindings it matched."""
         ...
 
     # -- the control plane (LeaderAndIsr, StopReplica, UpdateMetadata)

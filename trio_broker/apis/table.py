@@ -16,6 +16,7 @@ from ..protocol import messages
 from ..protocol.api import ApiSpec
 from ..protocol.schema import VersionRange
 from . import (
+    acls,
     api_versions,
     client_quotas,
     configs,
@@ -99,6 +100,9 @@ API_TABLE = ApiTable(
         ApiEntry(messages.group_offsets.OFFSET_DELETE, group_offsets.offset_delete),
         ApiEntry(messages.quotas.DESCRIBE_CLIENT_QUOTAS, client_quotas.describe),
         ApiEntry(messages.quotas.ALTER_CLIENT_QUOTAS, client_quotas.alter),
+        ApiEntry(messages.acls.DESCRIBE_ACLS, acls.describe),
+        ApiEntry(messages.acls.CREATE_ACLS, acls.create),
+        ApiEntry(messages.acls.DELETE_ACLS, acls.delete),
         # The inter-broker control requests: the control-plane listener only.
         ApiEntry(messages.controller.LEADER_AND_ISR, controller.leader_and_isr, control_only=True),
         ApiEntry(messages.controller.STOP_REPLICA, controller.stop_replica, control_only=True),

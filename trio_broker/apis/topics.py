@@ -5,6 +5,9 @@ default") is INVALID_REPLICATION_FACTOR and a manual assignment must name broker
 ``broker.id`` only. Topic configs are checked against Kafka's topic config names; an
 unknown or invalid one is INVALID_CONFIG with a message naming it. ``validate_only`` runs
 every check and creates nothing. A topic named twice in one request is INVALID_REQUEST.
+Authorization, as Kafka: creating needs CREATE on the cluster or on the topic, deleting
+DELETE and adding partitions ALTER on the topic; else TOPIC_AUTHORIZATION_FAILED (checked
+before existence, so an unauthorized client learns nothing of the topic).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from ..protocol.api import ApiKey, spec_for
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID, item_type
+from .authz import TOPIC, Op, allowed, cluster_allowed
 from .context import RequestContext
 from .services import TopicError
 
@@ -42,6 +46,7 @@ def _assignment_error(ctx: RequestContext, broker_lists: list[list[int]]) -> str
 async def create_topics(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     counts = Counter(t.name for t in req.topics)
+    may_create_any = cluster_allowed(ctx, Op.CREATE, log_denied=False)
     results = []
     for t in req.topics:
         result = CreatableTopicResult(name=t.name, error_code=ErrorCode.NONE)
@@ -49,6 +54,9 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
         if counts[t.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"topic {t.name!r} appears more than once in the request"
+            continue
+        if not may_create_any and not allowed(ctx, Op.CREATE, TOPIC, t.name):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             continue
         num_partitions = t.num_partitions
         rf = t.replication_factor
@@ -105,9 +113,15 @@ async def delete_topics(ctx: RequestContext, req: Any) -> Any:
     )
     results = []
     for name, topic_id in wanted:
-        info = broker.topic(name) if name is not None else broker.topic_by_id(topic_id)
         result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE)
         results.append(result)
+        if name is not None and not allowed(ctx, Op.DELETE, TOPIC, name):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
+        info = broker.topic(name) if name is not None else broker.topic_by_id(topic_id)
+        if info is not None and name is None and not allowed(ctx, Op.DELETE, TOPIC, info.name):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         if info is None:
             missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             result.error_code = missing if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
@@ -131,6 +145,9 @@ async def create_partitions(ctx: RequestContext, req: Any) -> Any:
         if counts[t.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"topic {t.name!r} appears more than once in the request"
+            continue
+        if not allowed(ctx, Op.ALTER, TOPIC, t.name):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             continue
         if t.assignments is not None:
             problem = _assignment_error(ctx, [a.broker_ids for a in t.assignments])

@@ -45,6 +45,7 @@ from admin.view import (
 
 from .. import __version__
 from ..network.mute import MuteState
+from .admin_acls import AclAdmin
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .quotas import QUOTA_KEYS, QuotaEntity, QuotaError
 
@@ -54,8 +55,8 @@ if TYPE_CHECKING:
 _POOL_KEYS = ("num.io.threads", "num.network.threads")
 
 
-class BrokerAdminView:
-    """``AdminView`` over one broker."""
+class BrokerAdminView(AclAdmin):
+    """``AdminView`` over one broker (the ACL routes' part in ``AclAdmin``)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker

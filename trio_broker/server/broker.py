@@ -47,6 +47,8 @@ from ..network.request import Request
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
+from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
+from .acl_store import AclStore, Authorization
 from .admin_view import admin_server
 from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
@@ -85,6 +87,13 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.cluster = ClusterState(self.data_dir, self.broker_id)
         self.quotas = QuotaStore(self.data_dir)
+        self.acls = AclStore(
+            self.data_dir,
+            super_users=config.super_users,
+            allow_if_no_acl=config["allow.everyone.if.no.acl.found"],
+        )
+        self.authorization = Authorization(self.acls, enabled=config.authorization_enabled)
+        self._acl_lock = trio.Lock()
         self._admin_url: str | None = None
         self._api_versions: dict[str, list[tuple[int, int, int]]] = {}
         self._topic_lock = trio.Lock()
@@ -153,6 +162,7 @@ class Broker:
             throttler.network_time(request)
 
         self.socket_server.on_request_complete = completed
+        self.metrics.set_authorization(self.authorization.figures)
         pool = self.socket_server.memory_pool
         if pool.bounded:
             self.metrics.set_memory_pool(lambda: (pool.available, pool.used))
@@ -229,6 +239,7 @@ class Broker:
         self.cluster.load()
         self.replica_manager.open(self.topics_catalog.all())
         self.quotas.load()
+        self.acls.load()
 
     def _close_stores(self) -> None:
         self.replica_manager.close()
@@ -561,6 +572,43 @@ class Broker:
             return ErrorCode.INVALID_REQUEST, str(exc)
         return ErrorCode.NONE, None
 
+    # authorization: see AclStore (the admin API shares it)
+
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        log_denied: bool = True,
+    ) -> bool:
+        return self.authorization.authorize(
+            principal, host, operation, resource_type, name, log_denied=log_denied
+        )
+
+    def authorize_any(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        return self.authorization.authorize_any(principal, host, operation, resource_type)
+
+    def find_acls(self, acl_filter: AclFilter) -> list[AclBinding]:
+        return self.acls.find(acl_filter)
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> None:
+        async with self._acl_lock:
+            await trio.to_thread.run_sync(self.acls.add, list(bindings))
+        log.info("ACLs added: %s", ", ".join(_acl_text(b) for b in bindings))
+
+    async def delete_acls(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
+        async with self._acl_lock:
+            matched = await trio.to_thread.run_sync(self.acls.remove, list(filters))
+        gone = {b for group in matched for b in group}
+        if gone:
+            log.info("ACLs removed: %s", ", ".join(_acl_text(b) for b in gone))
+        return matched
+
     # control plane: see ClusterState
 
     async def leader_and_isr(
@@ -677,6 +725,13 @@ def connection_limits(config: BrokerConfig) -> ConnectionLimits:
         per_ip_overrides=config.max_connections_per_ip_overrides,
         max_creation_rate=config["max.connection.creation.rate"],
         per_listener_rate=per_listener("max.connection.creation.rate"),
+    )
+
+
+def _acl_text(b: AclBinding) -> str:
+    return (
+        f"{b.permission.name} {b.principal}@{b.host} {b.operation.name} "
+        f"{b.resource_type.name}:{b.pattern_type.name}:{b.resource_name}"
     )
 
 

@@ -166,6 +166,21 @@ def _parse_super_users(text: str) -> tuple[str, ...]:
     return users
 
 
+AUTHORIZER_NAMES = (
+    "acl",
+    "kafka.security.authorizer.AclAuthorizer",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+)
+"""Values of ``authorizer.class.name`` that turn ACL checks on (Kafka's two ACL
+authorizers and a short name; they all mean this broker's one ACL authorizer)."""
+
+
+def _authorizer_name(value: Any) -> str | None:
+    if not value or value.strip() in AUTHORIZER_NAMES:
+        return None
+    return f"{value!r} is not an authorizer this broker has ({', '.join(AUTHORIZER_NAMES)})"
+
+
 def _each(parse: Callable[[str], object]) -> Callable[[Any], str | None]:
     """A check that ``parse`` accepts every item of a list, reporting the first refusal."""
 
@@ -683,6 +698,19 @@ _KEYS = [
         OneOf(("required", "requested", "none")),
     ),
     _k(
+        "authorizer.class.name",
+        _STR,
+        "",
+        "The authorizer; empty: none (no request is checked). ACLs are enforced with acl, "
+        "kafka.security.authorizer.AclAuthorizer or "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer (all the same one here).",
+        Check(
+            "empty, acl, kafka.security.authorizer.AclAuthorizer or "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            _authorizer_name,
+        ),
+    ),
+    _k(
         "super.users",
         _STR,
         None,
@@ -934,6 +962,11 @@ class BrokerConfig(Mapping[str, Any]):
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
         return _parse_ip_overrides(self._values["max.connections.per.ip.overrides"])
+
+    @property
+    def authorization_enabled(self) -> bool:
+        """Whether ``authorizer.class.name`` names the ACL authorizer (else: no checks)."""
+        return bool((self._values["authorizer.class.name"] or "").strip())
 
     @property
     def super_users(self) -> tuple[str, ...]:

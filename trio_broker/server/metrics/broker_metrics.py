@@ -9,8 +9,9 @@ observers into the request path (``SocketServer.on_request_complete`` and
 figures). The data path and the log call the small recording API: ``record_produce``,
 ``record_produce_failure``, ``record_fetch``, ``record_fetch_failure``, ``forget_topic``,
 ``record_log_flush``; the memory pool of ``queued.max.request.bytes`` plugs in with
-``set_memory_pool``. With ``metrics.enabled=false`` nothing is recorded per request or per
-batch; gauges (pools, queues, connections) are still read when asked.
+``set_memory_pool``, the authorizer's figures with ``set_authorization``. With
+``metrics.enabled=false`` nothing is recorded per request or per batch; gauges (pools,
+queues, connections, authorization) are still read when asked.
 Must not: keep a figure twice, block, or hold the event loop for long.
 """
 
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 SLOTS = 6
 MemoryPoolProbe = Callable[[], tuple[int, int]]
 """Returns (available bytes, used bytes) of the request memory pool."""
+AuthorizationProbe = Callable[[], dict[str, Any]]
+"""Returns the snapshot's ``authorization`` section."""
 
 
 class BrokerMetrics:
@@ -70,6 +73,7 @@ class BrokerMetrics:
         self.log_flush = WindowedHistogram(self.window)
         self.memory_pool_capacity = memory_pool_capacity
         self._memory_probe: MemoryPoolProbe | None = None
+        self._authorization_probe: AuthorizationProbe | None = None
         self.seq = 0
         self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
         self.handler_samplers = {
@@ -159,6 +163,15 @@ class BrokerMetrics:
     def set_memory_pool(self, probe: MemoryPoolProbe | None) -> None:
         """Where MemoryPoolAvailable / MemoryPoolUsed come from (None: no pool)."""
         self._memory_probe = probe
+
+    def set_authorization(self, probe: AuthorizationProbe | None) -> None:
+        """Where the ``authorization`` section (ACL count, denials) comes from."""
+        self._authorization_probe = probe
+
+    def authorization(self) -> dict[str, Any]:
+        if self._authorization_probe is None:
+            return {"enabled": False, "acls": 0, "denied": 0, "denied_by_resource": {}}
+        return self._authorization_probe()
 
     def memory_pool(self) -> dict[str, int | None]:
         available: int | None = None

@@ -259,6 +259,17 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
     flush = _summary("kafka_log_flush_time_ms", "Log flush time, ms (LogFlushRateAndTimeMs)")
     _add_distribution(flush, {}, s["log"]["flush_time_ms"])
     yield flush
+    auth = s["authorization"]
+    yield GaugeMetricFamily("kafka_server_acls", "ACL bindings stored", value=auth["acls"])
+    denied = CounterMetricFamily(
+        "kafka_server_authorization_denied",
+        "Requests (or parts of requests) denied by the ACL authorizer",
+        labels=["resource_type", "operation"],
+    )
+    for resource_type, by_op in auth["denied_by_resource"].items():
+        for operation, count in by_op.items():
+            denied.add_metric([resource_type, operation], count)
+    yield denied
 
 
 def registry_for(figures: Figures) -> CollectorRegistry:

@@ -77,6 +77,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         },
         "memory_pool": metrics.memory_pool(),
         "log": {"flush_time_ms": metrics.log_flush.read(epoch).scaled(_US_TO_MS)},
+        "authorization": metrics.authorization(),
     }
 
 
