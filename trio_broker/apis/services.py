@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..security.scram import ScramCredential
     from .context import Deferred, RequestContext
 
 
@@ -215,6 +216,20 @@ class BrokerView(Protocol):
         validate_only: bool,
     ) -> tuple[int, str | None]:
         """Set (a number) or remove (None) quota values; (error code, message)."""
+        ...
+
+    # -- SCRAM credentials (the same store as SASL's and the admin API's /v1/users)
+
+    def scram_credentials(self) -> Mapping[str, Mapping[str, ScramCredential]]:
+        """user -> mechanism -> stored credential."""
+        ...
+
+    async def alter_scram_credentials(
+        self,
+        upserts: Sequence[tuple[str, ScramCredential]],
+        deletions: Sequence[tuple[str, str]],
+    ) -> None:
+        """Store and delete (user, mechanism) credentials, all at once."""
         ...
 
     # -- the control plane (LeaderAndIsr, StopReplica, UpdateMetadata)

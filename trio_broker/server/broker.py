@@ -47,6 +47,7 @@ from ..network.request import Request
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
+from ..security.scram import ScramCredential
 from .admin_view import admin_server
 from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
@@ -54,6 +55,7 @@ from .configdef import ConfigEntry
 from .delayed import DelayedResponse
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
+from .listener_security import listener_security
 from .metrics import BrokerMetrics
 from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
@@ -61,6 +63,7 @@ from .quota_manager import QuotaManager
 from .quotas import QuotaEntity, QuotaError, QuotaStore
 from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
+from .scram_store import ScramStore
 from .throttling import Throttler
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config, validate_topic_configs
 from .topics import TopicCatalog, write_atomically
@@ -85,6 +88,7 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.cluster = ClusterState(self.data_dir, self.broker_id)
         self.quotas = QuotaStore(self.data_dir)
+        self.scram = ScramStore(self.data_dir)
         self._admin_url: str | None = None
         self._api_versions: dict[str, list[tuple[int, int, int]]] = {}
         self._topic_lock = trio.Lock()
@@ -95,6 +99,7 @@ class Broker:
             "data": api_table.versions("data" if control else "control"),
             "control": api_table.versions("control"),
         }
+        security = listener_security(config, self.scram.lookup)
         specs = [
             ListenerSpec(
                 name=lc.name,
@@ -102,6 +107,7 @@ class Broker:
                 port=lc.port,
                 security_protocol=lc.security_protocol,
                 plane="control" if lc.name == control else "data",
+                security=security[lc.security_protocol],
             )
             for lc in config.listeners
         ]
@@ -229,6 +235,7 @@ class Broker:
         self.cluster.load()
         self.replica_manager.open(self.topics_catalog.all())
         self.quotas.load()
+        self.scram.load()
 
     def _close_stores(self) -> None:
         self.replica_manager.close()
@@ -560,6 +567,22 @@ class Broker:
         except QuotaError as exc:
             return ErrorCode.INVALID_REQUEST, str(exc)
         return ErrorCode.NONE, None
+
+    # SCRAM credentials: see ScramStore (SASL and the admin API share it)
+
+    def scram_credentials(self) -> Mapping[str, Mapping[str, ScramCredential]]:
+        return self.scram.users()
+
+    async def alter_scram_credentials(
+        self,
+        upserts: Sequence[tuple[str, ScramCredential]],
+        deletions: Sequence[tuple[str, str]],
+    ) -> None:
+        await trio.to_thread.run_sync(self.scram.apply, upserts, deletions)
+        for user, _ in upserts:
+            log.info("SCRAM credentials of user %r changed", user)
+        for user, mechanism in deletions:
+            log.info("SCRAM credential %s of user %r deleted", mechanism, user)
 
     # control plane: see ClusterState
 
