@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .users import user_paths, user_schemas
 from .view import MAX_POOL_SIZE, MIN_POOL_SIZE
 
 _LONG_MAX = 2**63 - 1
@@ -487,6 +488,7 @@ def openapi_document(
             ),
         },
     }
+    paths.update(user_paths(op, bad))
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -500,7 +502,7 @@ def openapi_document(
         },
         "paths": paths,
         "components": {
-            "schemas": _schemas(mute_states, quota_keys),
+            "schemas": {**_schemas(mute_states, quota_keys), **user_schemas()},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }

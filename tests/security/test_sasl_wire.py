@@ -71,7 +71,8 @@ def test_request_before_authentication_closes_the_connection_logged_once(
     server = _counters(broker)
     before = server.counters.bad_requests.get("UnauthenticatedRequest", 0)
     with WireClient(broker.address("SASL_PLAINTEXT")) as client:
-        peer = "%s:%d" % client.sock.getsockname()[:2]
+        host, port = client.sock.getsockname()[:2]
+        peer = f"{host}:{port}"
         client.send(_metadata(), 9)
         assert client.closed_by_peer()
     wait_for(lambda: server.counters.bad_requests.get("UnauthenticatedRequest", 0) == before + 1)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import scramp
+from scramp.utils import saslprep
 
 from .errors import AuthenticationFailed
 
@@ -80,9 +81,12 @@ def new_credential(
     check_iterations(iterations)
     if not password:
         raise CredentialError("the password must not be empty")
-    salt_out, stored_key, server_key, i = scramp.ScramMechanism(mechanism).make_auth_info(
-        password, iteration_count=iterations, salt=salt
-    )
+    try:
+        salt_out, stored_key, server_key, i = scramp.ScramMechanism(mechanism).make_auth_info(
+            password, iteration_count=iterations, salt=salt
+        )
+    except scramp.ScramException as exc:  # SASLprep refuses the password (RFC 4013)
+        raise CredentialError(f"unusable password: {exc.args[0]}") from None
     return ScramCredential(mechanism, salt_out, i, stored_key, server_key)
 
 
@@ -104,8 +108,12 @@ def password_matches(credential: ScramCredential | None, password: str) -> bool:
     """Whether ``password`` derives ``credential``'s StoredKey (for SASL/PLAIN). With no
     credential the same work is done on a decoy, so the time taken says nothing."""
     cred = credential or _decoy("", "SCRAM-SHA-256")
+    try:  # as SCRAM derives it (RFC 5802 normalizes the password with SASLprep)
+        prepared = saslprep(password)
+    except scramp.ScramException:
+        prepared = password
     salted = hashlib.pbkdf2_hmac(
-        _HASHES[cred.mechanism], password.encode("utf-8"), cred.salt, cred.iterations
+        _HASHES[cred.mechanism], prepared.encode("utf-8"), cred.salt, cred.iterations
     )
     stored_key, _ = _keys(cred.mechanism, salted)
     return hmac.compare_digest(stored_key, cred.stored_key) and credential is not None
