@@ -125,3 +125,18 @@ def test_kafka_python_with_scram(secure_broker: BrokerThread, pki: Pki) -> None:
         assert "kafka-python-scram" in admin.list_topics()
     finally:
         admin.close()
+
+
+def test_an_unsupported_enabled_mechanism_stops_start_up(pki: Pki, tmp_path: Path) -> None:
+    from trio_broker.server.broker import Broker
+    from trio_broker.server.config import load_config
+    from trio_broker.server.configdef import ConfigError
+
+    from ..support.brokers import overrides_for
+    from .conftest import secure_settings
+
+    settings = secure_settings(pki, **{"sasl.enabled.mechanisms": "SCRAM-SHA-256,GSSAPI"})
+    config = load_config(None, overrides_for(tmp_path, **settings))
+    with pytest.raises(ConfigError, match="GSSAPI") as caught:
+        Broker(config)
+    assert caught.value.key == "sasl.enabled.mechanisms"

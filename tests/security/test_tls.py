@@ -168,3 +168,12 @@ def test_inline_pem_key_store(pki: Pki, tmp_path: Path) -> None:
         assert len(round_trip(client_config(b, pki, "SSL"), "inline-pem")) == 5
     finally:
         b.stop()
+
+
+def test_a_silent_client_holds_up_no_other_tls_connection(
+    secure_broker: BrokerThread, pki: Pki
+) -> None:
+    host, port = secure_broker.address("SSL").split(":")
+    with socket.create_connection((host, int(port))):  # connects, never says hello
+        conf = client_config(secure_broker, pki, "SSL")
+        assert len(round_trip(conf, "tls-beside-silent", 2)) == 2

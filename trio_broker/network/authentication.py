@@ -40,7 +40,7 @@ from ..protocol.messages.sasl import (
 )
 from ..protocol.primitives import parts_length
 from ..security.errors import AuthenticationFailed
-from ..security.sasl import SASL_APIS, Admission, SaslSession, SaslState
+from ..security.sasl import SASL_APIS, SUPPORTED_MECHANISMS, Admission, SaslSession, SaslState
 from ..security.scram import Lookup
 from .send import send_parts
 
@@ -112,6 +112,9 @@ class SaslDriver:
 
     async def intercept(self, request: Request) -> Outcome:
         key = request.spec.key
+        if key in SASL_APIS:
+            # answered here, from its decoded body: its frame's pool bytes go back now
+            self.conn._release_memory(request)
         if key == SASL_HANDSHAKE.key:
             return await self._handshake(request)
         if key == SASL_AUTHENTICATE.key:
@@ -151,7 +154,9 @@ class SaslDriver:
             request, SaslHandshakeResponse(error_code=code, mechanisms=list(session.enabled))
         )
         if not accepted:
-            self._failed(mechanism, f"mechanism {mechanism!r} is not enabled")
+            # counted under "unsupported", not the client's string (bounded metric labels)
+            label = mechanism if mechanism in SUPPORTED_MECHANISMS else "unsupported"
+            self._failed(label, f"mechanism {mechanism!r} is not enabled")
             self.conn.close_reason = f"unsupported SASL mechanism {mechanism!r}"
             return Outcome.CLOSE
         return Outcome.HANDLED

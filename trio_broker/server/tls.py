@@ -24,7 +24,9 @@ _VERIFY = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none"
 
 
 def server_ssl_context(config: BrokerConfig) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # Not ssl.create_default_context: it would also trust the system's CAs for client
+    # certificates; as in Kafka, only the trust store's CAs are trusted.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     password = _secret(config["ssl.key.password"])
     location = config["ssl.keystore.location"]
