@@ -496,7 +496,7 @@ def openapi_document(
             "version": version,
             "description": (
                 "Operate a running trio-broker: readiness, pools (live resize), "
-                "connections, client quotas, metrics and dynamic configuration. "
+                "connections, client quotas, SCRAM users, metrics and dynamic configuration. "
                 'Errors are {"error": {"code", "message"}}.'
             ),
         },

@@ -13,6 +13,10 @@ shrinks, the processor hands it to another one with its state untouched (the buf
 bytes are in ``framer``, the mute state here, the pending action in the mailbox).
 Bad input (a frame size out of bounds, a truncated frame, an unknown api key or version,
 an unparsable body) closes this connection only; the processor logs it once and counts it.
+On a TLS listener the task first completes the handshake (``tls.start_tls``); on a SASL
+listener every frame is first shown to the connection's ``SaslDriver``
+(``authentication``), which answers the SASL requests itself and closes the connection on
+anything else before authentication.
 """
 
 from __future__ import annotations
