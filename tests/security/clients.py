@@ -34,6 +34,11 @@ def round_trip(conf: dict[str, Any], topic: str, count: int = 5) -> list[bytes]:
     return got
 
 
+def authenticates(conf: dict[str, Any]) -> bool:
+    """Whether the client gets metadata (on a SASL listener: it authenticated)."""
+    return bool(AdminClient(conf).list_topics(timeout=10).brokers)
+
+
 def first_error(conf: dict[str, Any], timeout: float = 15) -> KafkaError:
     """The first error a client reports while trying to reach the broker."""
     errors: list[KafkaError] = []

@@ -102,7 +102,7 @@ def test_kcat_with_a_wrong_password_reports_authentication_failure(
     )
     args = [f"-X{k}={v}" for k, v in conf.items() if k != "bootstrap.servers"]
     out = subprocess.run(
-        ["kcat", "-L", "-b", conf["bootstrap.servers"], *args, "-m", "5"],
+        ["kcat", "-L", "-b", conf["bootstrap.servers"], *args, "-m", "2"],
         timeout=30,
         capture_output=True,
         text=True,
