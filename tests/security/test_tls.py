@@ -4,11 +4,13 @@ client certificate where one is required fails the handshake, logged once."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import socket
 import ssl
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,27 @@ def test_a_silent_client_holds_up_no_other_tls_connection(
     with socket.create_connection((host, int(port))):  # connects, never says hello
         conf = client_config(secure_broker, pki, "SSL")
         assert len(round_trip(conf, "tls-beside-silent", 2)) == 2
+
+
+def test_a_client_that_never_completes_the_handshake_is_closed_at_the_deadline(
+    pki: Pki, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="trio_broker.security")
+    b = BrokerThread(tmp_path / "data", secure_settings(pki)).start()
+    try:
+        assert b.broker is not None
+        listener = b.broker.socket_server.listener("SSL")
+
+        def shorten() -> None:  # the 10 s deadline, shortened for the test
+            listener.security = dataclasses.replace(listener.security, tls_handshake_timeout_s=0.3)
+
+        b.call(shorten)
+        host, port = b.address("SSL").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as silent:
+            start = time.monotonic()
+            assert silent.recv(1) == b""  # closed by the broker
+            assert 0.25 <= time.monotonic() - start < 4
+        wait_for(lambda: _handshake_failures(b) == 1)
+        assert [r.getMessage() for r in caplog.records if "no TLS handshake" in r.getMessage()]
+    finally:
+        b.stop()
