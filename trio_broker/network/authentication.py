@@ -284,7 +284,6 @@ def _now_ms() -> float:
 
 
 __all__ = [
-    "SASL_APIS",
     "AuthCounters",
     "ListenerSecurity",
     "Outcome",
