@@ -2,6 +2,7 @@
 
 Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready``,
 ``/v1/broker``, ``/v1/pools``, ``/v1/connections``, ``/v1/quotas``, ``/v1/metrics``,
+``/v1/users`` (in ``admin.users``),
 ``/metrics``, ``/v1/config``, ``/v1/openapi.json``, ``/v1/dashboard``, and the page
 ``/dashboard`` with its static files; ``/v1/acls`` is registered from ``admin.acls``), the
 bearer-token check, and the translation between JSON and the view's records. Handlers run
@@ -27,6 +28,7 @@ from .dashboard import PAGE, StaticFiles
 from .errors import ApiError, install_error_handlers, json_response
 from .inputs import boolean, parse_json_object, pool_size, quota_value, setting_text
 from .openapi import openapi_document
+from .users import register_user_routes
 from .view import AdminView, ClientQuota, ConfigState, PoolsState
 
 PUBLIC_PATHS = frozenset({"/v1/status/ready", "/v1/openapi.json", "/dashboard"})
@@ -182,6 +184,8 @@ def create_app(view: AdminView) -> QuartTrio:
     async def delete_quota(client_id: str) -> Response:
         removed = await view.delete_client_quota(_entity_name(client_id))
         return json_response(_quota_json(removed))
+
+    register_user_routes(app, view)  # /v1/users
 
     # ---------------------------------------------------------------- metrics
 

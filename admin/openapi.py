@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .acl_openapi import acl_paths, acl_schemas
+from .users import user_paths, user_schemas
 from .view import MAX_POOL_SIZE, MIN_POOL_SIZE
 
 _LONG_MAX = 2**63 - 1
@@ -489,6 +490,7 @@ def openapi_document(
         },
     }
     paths.update(acl_paths(op, _error))
+    paths.update(user_paths(op, bad))
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -496,13 +498,17 @@ def openapi_document(
             "version": version,
             "description": (
                 "Operate a running trio-broker: readiness, pools (live resize), "
-                "connections, client quotas, ACLs, metrics and dynamic configuration. "
+                "connections, client quotas, ACLs, SCRAM users, metrics and dynamic configuration. "
                 'Errors are {"error": {"code", "message"}}.'
             ),
         },
         "paths": paths,
         "components": {
-            "schemas": {**_schemas(mute_states, quota_keys), **acl_schemas()},
+            "schemas": {
+                **_schemas(mute_states, quota_keys),
+                **acl_schemas(),
+                **user_schemas(),
+            },
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }

@@ -129,6 +129,14 @@ class ClientQuota:
 
 
 @dataclass(frozen=True, slots=True)
+class ScramUser:
+    """A SCRAM user: its mechanisms and their iteration counts (never a secret)."""
+
+    name: str
+    credentials: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class DashboardData:
     """What the Spark jobs left in ``dashboard.data.dir`` for the dashboard.
 
@@ -199,6 +207,18 @@ class AdminView(AclView, Protocol):
 
     async def delete_client_quota(self, client_id: str | None) -> ClientQuota:
         """Remove one entity's quotas and return what they were; ``NotFound`` if none."""
+        ...
+
+    def scram_users(self) -> Sequence[ScramUser]: ...
+
+    async def set_scram_credential(
+        self, name: str, mechanism: str, password: str, iterations: int
+    ) -> ScramUser:
+        """Store ``name``'s credential for ``mechanism`` (salted, hashed) and return the user."""
+        ...
+
+    async def delete_scram_user(self, name: str, mechanism: str | None) -> ScramUser:
+        """Remove credentials (None: all); what was removed; ``NotFound`` if none."""
         ...
 
     def metrics_snapshot(self) -> Mapping[str, Any]: ...

@@ -31,6 +31,10 @@ from trio_broker.protocol.messages.quotas import (
     AlterClientQuotasRequest,
     DescribeClientQuotasRequest,
 )
+from trio_broker.protocol.messages.scram import (
+    AlterUserScramCredentialsRequest,
+    DescribeUserScramCredentialsRequest,
+)
 from trio_broker.protocol.messages.topics import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -279,6 +283,14 @@ async def test_without_acls_every_api_answers_with_its_authorization_error(run_b
     )
     r = await ask(DeleteAclsRequest(filters=[everything]), 3)
     assert r.filter_results[0].error_code == CLUSTER_AUTH
+    r = await ask(DescribeUserScramCredentialsRequest(users=None), 0)
+    assert r.error_code == CLUSTER_AUTH and r.results == []
+    upsert = AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+        name="mallory", mechanism=1, iterations=4096, salt=b"s" * 16, salted_password=b"p" * 32
+    )
+    r = await ask(AlterUserScramCredentialsRequest(deletions=[], upsertions=[upsert]), 0)
+    assert [(x.user, x.error_code) for x in r.results] == [("mallory", CLUSTER_AUTH)]
+    assert broker.scram_credentials() == {}
 
     control = await connect(broker, "CONTROLLER")
     r = await control.request(

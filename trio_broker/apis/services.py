@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
 
 if TYPE_CHECKING:
+    from ..security.scram import ScramCredential
     from .context import Deferred, RequestContext
 
 
@@ -247,6 +248,20 @@ class BrokerView(Protocol):
 
     async def delete_acls(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
         """Delete what each filter matches; per filter, the bindings it matched."""
+        ...
+
+    # -- SCRAM credentials (the same store as SASL's and the admin API's /v1/users)
+
+    def scram_credentials(self) -> Mapping[str, Mapping[str, ScramCredential]]:
+        """user -> mechanism -> stored credential."""
+        ...
+
+    async def alter_scram_credentials(
+        self,
+        upserts: Sequence[tuple[str, ScramCredential]],
+        deletions: Sequence[tuple[str, str]],
+    ) -> None:
+        """Store and delete (user, mechanism) credentials, all at once."""
         ...
 
     # -- the control plane (LeaderAndIsr, StopReplica, UpdateMetadata)

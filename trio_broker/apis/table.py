@@ -29,6 +29,8 @@ from . import (
     list_offsets,
     metadata,
     produce,
+    sasl,
+    scram_credentials,
     topics,
 )
 from .context import RequestContext
@@ -103,6 +105,11 @@ API_TABLE = ApiTable(
         ApiEntry(messages.acls.DESCRIBE_ACLS, acls.describe),
         ApiEntry(messages.acls.CREATE_ACLS, acls.create),
         ApiEntry(messages.acls.DELETE_ACLS, acls.delete),
+        # SASL: answered by the network layer on SASL listeners (see network.authentication)
+        ApiEntry(messages.sasl.SASL_HANDSHAKE, sasl.handshake),
+        ApiEntry(messages.sasl.SASL_AUTHENTICATE, sasl.authenticate),
+        ApiEntry(messages.scram.DESCRIBE_USER_SCRAM_CREDENTIALS, scram_credentials.describe),
+        ApiEntry(messages.scram.ALTER_USER_SCRAM_CREDENTIALS, scram_credentials.alter),
         # The inter-broker control requests: the control-plane listener only.
         ApiEntry(messages.controller.LEADER_AND_ISR, controller.leader_and_isr, control_only=True),
         ApiEntry(messages.controller.STOP_REPLICA, controller.stop_replica, control_only=True),

@@ -13,6 +13,10 @@ shrinks, the processor hands it to another one with its state untouched (the buf
 bytes are in ``framer``, the mute state here, the pending action in the mailbox).
 Bad input (a frame size out of bounds, a truncated frame, an unknown api key or version,
 an unparsable body) closes this connection only; the processor logs it once and counts it.
+On a TLS listener the task first completes the handshake (``tls.start_tls``); on a SASL
+listener every frame is first shown to the connection's ``SaslDriver``
+(``authentication``), which answers the SASL requests itself and closes the connection on
+anything else before authentication.
 """
 
 from __future__ import annotations
@@ -33,9 +37,11 @@ from ..protocol.errors import (
 )
 from ..protocol.framing import FrameDecoder
 from . import actions as act
+from .authentication import Outcome, SaslDriver
 from .mute import MuteEvent, MuteState, transition
 from .request import Request, RequestTimes
 from .send import receive_some, send_parts
+from .tls import start_tls
 
 if TYPE_CHECKING:
     from .processor import Processor
@@ -114,6 +120,9 @@ class Connection:
         self._read_scope: trio.CancelScope | None = None
         self._in_flight: Request | None = None
         self._reserved = 0  # memory-pool bytes held for the frame being read
+        security = listener.security
+        # On SASL listeners: the authentication state, consulted for every frame.
+        self.sasl = SaslDriver(self, security, listener.auth_counters) if security.sasl else None
 
     # ------------------------------------------------------------------ control
 
@@ -160,6 +169,11 @@ class Connection:
             with trio.CancelScope() as self._scope:
                 if self._draining:
                     return
+                tls = listener.security.ssl_context
+                if tls is not None and not await start_tls(
+                    self, tls, listener.security.tls_handshake_timeout_s, listener.auth_counters
+                ):
+                    return
                 await self._loop()
         except RemoteProtocolError as exc:
             self.processor.bad_request(self, exc)
@@ -175,9 +189,7 @@ class Connection:
                 request, self._in_flight = self._in_flight, None
                 self._release_memory(request)
                 listener.request_completed(request)
-            if self._reserved and listener.memory_pool is not None:
-                listener.memory_pool.release(self._reserved)
-                self._reserved = 0
+            self._release_reserved()
             for action in self.mailbox.drain():
                 _release(action)
             await trio.aclose_forcefully(self.stream)
@@ -191,7 +203,19 @@ class Connection:
             frame = await self._read_frame(idle_ns)
             if frame is None:
                 return
+            sasl = self.sasl
+            if sasl is not None and sasl.raw:  # a raw token after a v0 SaslHandshake
+                self._release_reserved()
+                if not await sasl.raw_token(frame):
+                    return
+                continue
             request = self._parse(frame)
+            if sasl is not None:
+                outcome = await sasl.intercept(request)
+                if outcome is Outcome.CLOSE:
+                    return
+                if outcome is Outcome.HANDLED:
+                    continue
             self.mute_state = transition(self.mute_state, MuteEvent.MUTE)
             self.mute_state = transition(self.mute_state, MuteEvent.REQUEST_RECEIVED)
             self._in_flight = request
@@ -278,6 +302,11 @@ class Connection:
         self._read_scope = None
         self.mute_state = transition(self.mute_state, MuteEvent.UNMUTE)
         return not scope.cancelled_caught
+
+    def _release_reserved(self) -> None:
+        if self._reserved and self.listener.memory_pool is not None:
+            self.listener.memory_pool.release(self._reserved)
+        self._reserved = 0
 
     def _release_memory(self, request: Request | None) -> None:
         pool = self.listener.memory_pool

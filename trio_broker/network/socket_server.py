@@ -30,6 +30,7 @@ import trio
 
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.schema import VersionRange
+from .authentication import AuthCounters, ListenerSecurity
 from .connection import Connection
 from .connection_quotas import UNLIMITED, ConnectionLimits, ConnectionQuotas
 from .memory_pool import MemoryPool
@@ -49,6 +50,8 @@ class ListenerSpec:
     port: int
     security_protocol: str = "PLAINTEXT"
     plane: str = "data"  # or "control"
+    # TLS and SASL (see network.authentication); the default is PLAINTEXT
+    security: ListenerSecurity = field(default_factory=ListenerSecurity)
 
 
 class RequestChannel:
@@ -100,6 +103,8 @@ class ListenerRuntime:
         # Control requests are small and must pass when data requests used the memory up.
         self.memory_pool = server.memory_pool if spec.plane == "data" else None
         self.quotas = server.quotas
+        self.security = spec.security
+        self.auth_counters = server.auth_counters
         self.processors: list[Processor] = []
         self.connections: set[Connection] = set()
         self.counters = server.counters
@@ -323,6 +328,7 @@ class SocketServer:
         self.memory_pool = MemoryPool(queued_max_request_bytes)
         self.on_request_complete = on_request_complete
         self.counters = NetworkCounters()
+        self.auth_counters = AuthCounters()
         self.data_requests = RequestChannel("data", queued_max_requests)
         self.control_requests: RequestChannel | None = None
         if any(spec.plane == "control" for spec in listeners):

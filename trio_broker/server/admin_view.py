@@ -41,10 +41,12 @@ from admin.view import (
     NotFound,
     PoolsState,
     QueueState,
+    ScramUser,
 )
 
 from .. import __version__
 from ..network.mute import MuteState
+from ..security.scram import CredentialError, ScramCredential, new_credential
 from .admin_acls import AclAdmin
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .quotas import QUOTA_KEYS, QuotaEntity, QuotaError
@@ -218,6 +220,30 @@ class BrokerAdminView(AclAdmin):
             removed = await trio.to_thread.run_sync(self.broker.quotas.delete, entity)
         return ClientQuota(entity.as_dict(), dict(removed or {}))
 
+    # ------------------------------------------------------------ SCRAM users
+
+    def scram_users(self) -> Sequence[ScramUser]:
+        return [_scram_user(n, c) for n, c in sorted(self.broker.scram.users().items())]
+
+    async def set_scram_credential(
+        self, name: str, mechanism: str, password: str, iterations: int
+    ) -> ScramUser:
+        try:  # PBKDF2 takes milliseconds: on a worker thread, never on the event loop
+            cred = await trio.to_thread.run_sync(new_credential, mechanism, password, iterations)
+        except CredentialError as exc:
+            raise Invalid("invalid-credential", str(exc)) from None
+        await self.broker.alter_scram_credentials([(name, cred)], [])
+        return _scram_user(name, self.broker.scram.users().get(name, {}))
+
+    async def delete_scram_user(self, name: str, mechanism: str | None) -> ScramUser:
+        current = self.broker.scram.users().get(name, {})
+        removed = {m: c for m, c in current.items() if mechanism is None or m == mechanism}
+        if not removed:
+            what = f"{mechanism} credential" if mechanism else "SCRAM credentials"
+            raise NotFound("unknown-user", f"no {what} for user {name!r}")
+        await self.broker.alter_scram_credentials([], [(name, m) for m in removed])
+        return _scram_user(name, removed)
+
     # ---------------------------------------------------------------- metrics
 
     def metrics_snapshot(self) -> Mapping[str, Any]:
@@ -287,6 +313,10 @@ async def admin_server(broker: Broker) -> AsyncIterator[str | None]:
 
 DASHBOARD_FILES = {"trends": "dashboard.json", "recommendations": "recommendations.json"}
 MAX_DASHBOARD_FILE_BYTES = 32 << 20
+
+
+def _scram_user(name: str, creds: Mapping[str, ScramCredential]) -> ScramUser:
+    return ScramUser(name, {m: c.iterations for m, c in creds.items()})
 
 
 def _read_dashboard_dir(directory: Path) -> DashboardData:

@@ -48,6 +48,7 @@ from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
+from ..security.scram import ScramCredential
 from .acl_store import AclStore, Authorization
 from .admin_view import admin_server
 from .cluster_state import ClusterState
@@ -56,6 +57,7 @@ from .configdef import ConfigEntry
 from .delayed import DelayedResponse
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
+from .listener_security import listener_security
 from .metrics import BrokerMetrics
 from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
@@ -63,6 +65,7 @@ from .quota_manager import QuotaManager
 from .quotas import QuotaEntity, QuotaError, QuotaStore
 from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
+from .scram_store import ScramStore
 from .throttling import Throttler
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config, validate_topic_configs
 from .topics import TopicCatalog, write_atomically
@@ -94,6 +97,7 @@ class Broker:
         )
         self.authorization = Authorization(self.acls, enabled=config.authorization_enabled)
         self._acl_lock = trio.Lock()
+        self.scram = ScramStore(self.data_dir)
         self._admin_url: str | None = None
         self._api_versions: dict[str, list[tuple[int, int, int]]] = {}
         self._topic_lock = trio.Lock()
@@ -104,6 +108,7 @@ class Broker:
             "data": api_table.versions("data" if control else "control"),
             "control": api_table.versions("control"),
         }
+        security = listener_security(config, self.scram.lookup)
         specs = [
             ListenerSpec(
                 name=lc.name,
@@ -111,6 +116,7 @@ class Broker:
                 port=lc.port,
                 security_protocol=lc.security_protocol,
                 plane="control" if lc.name == control else "data",
+                security=security[lc.security_protocol],
             )
             for lc in config.listeners
         ]
@@ -240,6 +246,7 @@ class Broker:
         self.replica_manager.open(self.topics_catalog.all())
         self.quotas.load()
         self.acls.load()
+        self.scram.load()
 
     def _close_stores(self) -> None:
         self.replica_manager.close()
@@ -608,6 +615,22 @@ class Broker:
         if gone:
             log.info("ACLs removed: %s", ", ".join(_acl_text(b) for b in gone))
         return matched
+
+    # SCRAM credentials: see ScramStore (SASL and the admin API share it)
+
+    def scram_credentials(self) -> Mapping[str, Mapping[str, ScramCredential]]:
+        return self.scram.users()
+
+    async def alter_scram_credentials(
+        self,
+        upserts: Sequence[tuple[str, ScramCredential]],
+        deletions: Sequence[tuple[str, str]],
+    ) -> None:
+        await trio.to_thread.run_sync(self.scram.apply, upserts, deletions)
+        for user, _ in upserts:
+            log.info("SCRAM credentials of user %r changed", user)
+        for user, mechanism in deletions:
+            log.info("SCRAM credential %s of user %r deleted", mechanism, user)
 
     # control plane: see ClusterState
 

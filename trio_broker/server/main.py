@@ -71,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"trio-broker: cannot read the configuration: {exc}", file=sys.stderr)
         return 2
-    with contextlib.suppress(KeyboardInterrupt):
-        trio.run(serve, config)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            trio.run(serve, config)
+    except ConfigError as exc:  # found while building the broker (a TLS key file ...)
+        print(f"trio-broker: configuration error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

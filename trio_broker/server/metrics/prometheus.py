@@ -57,6 +57,7 @@ class SnapshotCollector(Collector):
         yield from _pools(s["pools"])
         yield from _queues(s)
         yield from _connections(s["connections"])
+        yield from _authentication(s["authentication"])
         yield from _topics(s["topics"])
         yield from _misc(s)
 
@@ -235,6 +236,27 @@ def _connections(c: dict[str, Any]) -> Iterator[Metric]:
     for kind, n in c["bad_requests"].items():
         bad.add_metric([kind], n)
     yield bad
+
+
+def _authentication(a: dict[str, Any]) -> Iterator[Metric]:
+    for key, name, doc in (
+        ("successful", "successful_authentication", "Successful SASL authentications"),
+        ("failed", "failed_authentication", "Failed SASL authentications"),
+    ):
+        family = CounterMetricFamily(
+            f"kafka_server_{name}", doc + ", by mechanism", labels=["mechanism"]
+        )
+        for mechanism, n in a[f"{key}_by_mechanism"].items():
+            family.add_metric([mechanism], n)
+        yield family
+    for key, doc in (
+        ("reauthentications", "Successful SASL re-authentications (KIP-368)"),
+        ("unauthenticated_requests", "Connections closed for a request before authentication"),
+        ("expired_sessions", "Connections closed for a request after their session expired"),
+        ("tls_handshakes", "Completed TLS handshakes"),
+        ("tls_handshake_failures", "Failed TLS handshakes"),
+    ):
+        yield CounterMetricFamily(f"kafka_server_{key}", doc, value=a[key])
 
 
 def _topics(t: dict[str, Any]) -> Iterator[Metric]:

@@ -59,6 +59,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         },
         "response_queue": {"size": sum(by_listener.values()), "by_listener": by_listener},
         "connections": _connections(metrics),
+        "authentication": _authentication(metrics),
         "requests": {
             name: _request_type(rt, epoch, rate_span_s)
             for name, rt in sorted(metrics.requests.by_name.items())
@@ -168,6 +169,23 @@ def _connections(metrics: BrokerMetrics) -> dict[str, Any]:
         "by_mute_state": {s.value: states.get(s.value, 0) for s in MuteState},
         "by_listener": {name: len(lr.connections) for name, lr in server.listeners.items()},
         "bad_requests": dict(sorted(counters.bad_requests.items())),
+    }
+
+
+def _authentication(metrics: BrokerMetrics) -> dict[str, Any]:
+    """SASL authentications (Kafka's successful/failed-authentication-total) and TLS
+    handshakes, since start."""
+    a = metrics.socket_server.auth_counters
+    return {
+        "successful": sum(a.successful.values()),
+        "failed": sum(a.failed.values()),
+        "successful_by_mechanism": dict(sorted(a.successful.items())),
+        "failed_by_mechanism": dict(sorted(a.failed.items())),
+        "reauthentications": a.reauthentications,
+        "unauthenticated_requests": a.unauthenticated_requests,
+        "expired_sessions": a.expired_sessions,
+        "tls_handshakes": a.tls_handshakes,
+        "tls_handshake_failures": a.tls_handshake_failures,
     }
 
 
