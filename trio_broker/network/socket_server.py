@@ -75,6 +75,7 @@ class NetworkCounters:
     connections_opened: int = 0
     connections_closed: int = 0
     connections_reaped: int = 0
+    request_read_timeouts: int = 0
     connections_rejected: int = 0
     connections_evicted: int = 0
     bad_requests: dict[str, int] = field(default_factory=dict)
@@ -96,6 +97,7 @@ class ListenerRuntime:
         self.request_channel = request_channel
         self.max_request_size = server.max_request_size
         self.idle_timeout_ns = server.idle_timeout_ns
+        self.request_read_timeout_ns = server.request_read_timeout_ns
         self.api_versions = server.api_versions[spec.plane]
         # Control requests are small and must pass when data requests used the memory up.
         self.memory_pool = server.memory_pool if spec.plane == "data" else None
@@ -187,6 +189,20 @@ class ListenerRuntime:
 
     def connection_reaped(self, conn: Connection) -> None:
         self.counters.connections_reaped += 1
+
+    def request_read_timed_out(self, conn: Connection, have: int) -> None:
+        """A request did not arrive whole within request.read.timeout.ms: its connection
+        is closed (counted, logged once with the peer)."""
+        self.counters.request_read_timeouts += 1
+        log.warning(
+            "closing %s (listener %s, client %s): request not complete after %d ms "
+            "(%d bytes of it received; request.read.timeout.ms)",
+            conn.remote_str,
+            self.name,
+            conn.client_id,
+            self.request_read_timeout_ns // 1_000_000,
+            have,
+        )
 
     def bad_request(self, conn: Connection, exc: RemoteProtocolError) -> None:
         kind = type(exc).__name__
@@ -310,6 +326,7 @@ class SocketServer:
         max_request_size: int,
         api_versions: dict[str, dict[int, VersionRange]],
         idle_timeout_ms: int = 0,
+        request_read_timeout_ms: int = 0,
         limits: ConnectionLimits | None = None,
         queued_max_request_bytes: int = -1,
         on_request_complete: Callable[[Request], None] | None = None,
@@ -318,6 +335,7 @@ class SocketServer:
         self.num_network_threads = num_network_threads
         self.max_request_size = max_request_size
         self.idle_timeout_ns = idle_timeout_ms * 1_000_000
+        self.request_read_timeout_ns = request_read_timeout_ms * 1_000_000
         self.api_versions = api_versions
         self.quotas = ConnectionQuotas(limits or ConnectionLimits())
         self.memory_pool = MemoryPool(queued_max_request_bytes)
