@@ -167,14 +167,16 @@ class ListenerRuntime:
     def evict(self, count: int, newcomer: Connection | None) -> None:
         """Close the least recently active data-plane connections (Kafka's
         closeExcessConnections): a listener over its own limit loses its own, a broker
-        over max.connections loses them wherever they are."""
+        over max.connections loses them wherever they are. Connections that have not
+        sent a request yet go first: in a flood of new connections, those are the flood,
+        and clients already being served keep their connections."""
         over_listener = self.quotas.per_listener[self.name] > self.quotas.limits.per_listener.get(
             self.name, UNLIMITED
         )
         pool = self.connections if over_listener else self.server.data_plane_connections()
         candidates = sorted(
             (c for c in pool if c is not newcomer and not c.closed and not c.close_reason),
-            key=lambda c: c.last_active_ns,
+            key=lambda c: (c.requests > 0, c.last_active_ns),
         )
         for victim in candidates[:count]:
             victim.close("closed to stay within max.connections (least recently used)")
