@@ -49,7 +49,6 @@ _RECEIVE_SIZE = 65536
 # frame decoder's buffer (which would copy them twice more).
 _DIRECT_READ = 128 * 1024
 _API_VERSIONS = 18
-_WAITED = object()  # ``_reserve``: the memory was there only after a wait
 
 
 class Mailbox:
@@ -218,10 +217,10 @@ class Connection:
             if not self._reserved:
                 size = framer.frame_size()
                 if size is not None:
-                    reserved = await self._reserve(size)
-                    if not reserved:
+                    waited = await self._reserve(size)
+                    if waited is None:
                         return None
-                    if reserved is _WAITED:  # not reading while muted: restart the clock
+                    if waited:  # it read nothing while muted: restart the request's clock
                         started = trio.current_time()
             frame = framer.next_frame()
             if frame is not None:
@@ -299,14 +298,14 @@ class Connection:
             self.last_active_ns = time.monotonic_ns()
         return frame
 
-    async def _reserve(self, size: int) -> bool | object:
+    async def _reserve(self, size: int) -> bool | None:
         """Reserve the frame's bytes in the memory pool before reading them; while the
-        pool is used up, the connection is muted and reads nothing. False: shutting down;
-        ``_WAITED``: reserved after waiting for memory."""
+        pool is used up, the connection is muted and reads nothing. Whether it had to wait
+        for the memory; None: shutting down."""
         pool = self.listener.memory_pool
         if pool is None or pool.try_reserve(size):
             self._reserved = size
-            return True
+            return False
         self.mute_state = transition(self.mute_state, MuteEvent.MUTE)
         with trio.CancelScope() as scope:
             self._read_scope = scope
@@ -314,7 +313,7 @@ class Connection:
             self._reserved = size
         self._read_scope = None
         self.mute_state = transition(self.mute_state, MuteEvent.UNMUTE)
-        return False if scope.cancelled_caught else _WAITED
+        return None if scope.cancelled_caught else True
 
     def _release_memory(self, request: Request | None) -> None:
         pool = self.listener.memory_pool
