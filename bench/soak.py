@@ -19,7 +19,9 @@ read back from offset 0 with ``check.crcs``), the group consumed every acknowled
 (messages consumed again after a rebalance are counted and shown), and RSS and fds were
 flat: the second half's median RSS within ``--rss-tolerance`` of the first half's (the
 first ``--warmup`` s left out), and the second half's most fds no more than the first
-half's plus the churn's own. The exit status is 0 only if every check passed.
+half's plus the churn's own. RSS is shown split too: anonymous (the heap) and file-backed
+(mapped offset and time indexes, which grow with the data, slowly). The exit status is 0
+only if every check passed.
 
 Run: ``.venv/bin/python bench/soak.py [--duration 600] [--json soak.json]``.
 """
@@ -72,6 +74,17 @@ def http(method: str, url: str, body: dict[str, Any] | None = None) -> None:
 
 def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rss_split(pid: int) -> tuple[int, int]:
+    """(anonymous, file-backed) resident bytes: the heap, and mapped files such as the
+    offset indexes (which grow with the data)."""
+    parts = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("RssAnon:", "RssFile:")):
+                parts[line.split(":")[0]] = int(line.split()[1]) * 1024
+    return parts.get("RssAnon", 0), parts.get("RssFile", 0)
 
 
 class Soak:
@@ -306,7 +319,10 @@ def read_log(bootstrap: str, partitions: int) -> dict[int, list[tuple[int, bytes
     return got
 
 
-def halves(samples: list[tuple[float, int, int]], warmup: float) -> tuple[list[Any], list[Any]]:
+Sample = tuple[float, int, int, int, int]  # seconds, RSS, fds, RSS anonymous, RSS file
+
+
+def halves(samples: list[Sample], warmup: float) -> tuple[list[Any], list[Any]]:
     """First half (after the warm-up) and second half of the samples, by time."""
     if not samples:
         return [], []
@@ -317,9 +333,11 @@ def halves(samples: list[tuple[float, int, int]], warmup: float) -> tuple[list[A
     return first, second
 
 
-def describe(rows: list[tuple[float, int, int]]) -> dict[str, float]:
+def describe(rows: list[Sample]) -> dict[str, float]:
     rss = [r[1] / 2**20 for r in rows] or [float("nan")]
     fds = [r[2] for r in rows] or [0]
+    anon = [r[3] / 2**20 for r in rows] or [float("nan")]
+    mapped = [r[4] / 2**20 for r in rows] or [float("nan")]
     return {
         "samples": len(rows),
         "rss_mb_min": min(rss),
@@ -328,6 +346,8 @@ def describe(rows: list[tuple[float, int, int]]) -> dict[str, float]:
         "fds_min": min(fds),
         "fds_median": statistics.median(fds),
         "fds_max": max(fds),
+        "rss_anon_mb_median": statistics.median(anon),
+        "rss_file_mb_median": statistics.median(mapped),
     }
 
 
@@ -365,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         admin_url = json.loads((broker.log_dir / "listeners.json").read_text())["admin"]
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, args.partitions, 1)])[TOPIC].result(10)
+        del admin  # its client would otherwise reconnect to the stopped broker at the end
         soak = Soak(args, broker.bootstrap, admin_url)
         threads = [
             threading.Thread(target=soak.produce, args=(n,), daemon=True)
@@ -377,10 +398,11 @@ def main(argv: list[str] | None = None) -> int:
         began = time.monotonic()
         for t in threads:
             t.start()
-        samples: list[tuple[float, int, int]] = []
+        samples: list[Sample] = []
         next_report = began + max(10.0, args.duration / 10)
         while (now := time.monotonic()) - began < args.duration:
-            samples.append((now - began, rss_bytes(broker.pid), open_fds(broker.pid)))
+            anon, mapped = rss_split(broker.pid)
+            samples.append((now - began, rss_bytes(broker.pid), open_fds(broker.pid), anon, mapped))
             if now >= next_report:
                 with soak.lock:
                     acked, consumed = len(soak.acked), sum(soak.consumed.values())
@@ -472,7 +494,18 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         table(
-            ["half", "samples", "RSS MB min", "median", "max", "fds min", "median", "max"],
+            [
+                "half",
+                "samples",
+                "RSS MB min",
+                "median",
+                "max",
+                "fds min",
+                "median",
+                "max",
+                "anon MB",
+                "file MB",
+            ],
             [
                 ["first", *[a[k] for k in list(a)]],
                 ["second", *[b[k] for k in list(b)]],
