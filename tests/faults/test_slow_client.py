@@ -88,3 +88,28 @@ async def test_a_request_that_arrives_in_time_is_served_even_if_split(run_broker
     assert (await client.request(MetadataRequest(topics=[]), 4)).brokers
     assert broker.socket_server.counters.request_read_timeouts == 0
     await client.aclose()
+
+
+async def test_a_large_request_trickling_in_is_closed_too(run_broker) -> None:  # type: ignore[no-untyped-def]
+    """Large frames are read straight into their own buffer: the same bound applies."""
+    broker = await run_broker({"request.read.timeout.ms": "1000"})
+    host, port = broker.bound_listeners()["PLAINTEXT"]
+    slow = await AsyncWireClient.connect(f"{host}:{port}", client_id="big")
+    await slow.send_raw((300_000).to_bytes(4, "big") + b"\x00" * 1000)
+    start = trio.current_time()
+
+    async def trickle() -> None:
+        try:
+            while True:
+                await slow.send_raw(b"\x00" * 100)
+                await trio.sleep(0.1)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trickle)
+        with trio.fail_after(10):
+            assert await slow.closed_by_peer()
+        nursery.cancel_scope.cancel()
+    assert 0.9 <= trio.current_time() - start < 5
+    assert broker.socket_server.counters.request_read_timeouts == 1
