@@ -82,3 +82,19 @@ def test_resize(tmp_path: Path) -> None:
     )
     assert [(r["io"], r["network"]) for r in doc["results"]] == [(8, 3), (2, 1), (16, 4), (8, 3)]
     assert all(r["errors"] == 0 and r["msg_per_s"] > 0 for r in doc["results"])
+
+
+def test_soak(tmp_path: Path) -> None:
+    doc = _run(
+        "soak.py",
+        *("--duration", "20", "--warmup", "4", "--sample-interval", "1"),
+        *("--member-interval", "6", "--resize-interval", "3", "--quota-interval", "4"),
+        *("--rate", "300", "--churn", "10"),
+        tmp_path=tmp_path,
+    )
+    results = doc["results"]
+    assert all(results["checks"].values()), results["checks"]
+    assert results["acknowledged"] > 5000 and results["lost"] == 0
+    events = results["events"]
+    assert events["resize"] >= 4 and events["quota_change"] >= 3
+    assert events["member_replaced"] >= 2 and events["churn_connections"] >= 100

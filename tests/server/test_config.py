@@ -122,6 +122,11 @@ BAD_VALUES = [
     ),
     ("log.retention.bytes", "lots", "log.retention.bytes=lots: expected an integer >= -1"),
     (
+        "request.read.timeout.ms",
+        "-1",
+        "request.read.timeout.ms=-1: expected an integer >= 0",
+    ),
+    (
         "log.retention.bytes",
         "9223372036854775808",
         "log.retention.bytes=9223372036854775808: expected an integer >= -1 "
@@ -352,6 +357,7 @@ def test_every_default_is_valid_and_round_trips(key: ConfigKey) -> None:
         ("queued.max.request.bytes", -1),
         ("socket.request.max.bytes", 104857600),
         ("connections.max.idle.ms", 600000),
+        ("request.read.timeout.ms", 30000),
         ("max.connections", 2**31 - 1),
         ("log.dirs", ("data/kafka-logs",)),
         ("auto.create.topics.enable", True),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -225,12 +226,26 @@ class Connection:
                 await self._apply(action)
 
     async def _read_frame(self, idle_ns: int) -> bytes | bytearray | None:
+        """The next request frame, or None when the connection is to end quietly (closed
+        by the client, idle, too slow, shutting down).
+
+        Two clocks bound a read: ``connections.max.idle.ms`` from the last byte received,
+        and ``request.read.timeout.ms`` from the first byte of the request in progress (a
+        client trickling a byte a second never idles, but is closed by the second).
+        """
         framer = self.framer
+        # Bytes of the next request already buffered (pipelined) count from now: the
+        # connection did not read while its previous request was in flight.
+        started = trio.current_time() if framer.buffered else None
         while True:
             if not self._reserved:
                 size = framer.frame_size()
-                if size is not None and not await self._reserve(size):
-                    return None
+                if size is not None:
+                    waited = await self._reserve(size)
+                    if waited is None:
+                        return None
+                    if waited:  # it read nothing while muted: restart the request's clock
+                        started = trio.current_time()
             frame = framer.next_frame()
             if frame is not None:
                 return frame
@@ -242,43 +257,63 @@ class Connection:
                 and size >= _DIRECT_READ
                 and isinstance(self.stream, trio.SocketStream)
             ):
-                return await self._read_direct(size, idle_ns)
+                return await self._read_direct(size, idle_ns, started)
             with trio.CancelScope() as scope:
                 self._read_scope = scope
-                if idle_ns:
-                    scope.deadline = trio.current_time() + idle_ns / 1e9
+                scope.deadline = self._read_deadline(idle_ns, started)
                 data = await receive_some(self.stream, max(_RECEIVE_SIZE, framer.wanted()))
             self._read_scope = None
             if scope.cancelled_caught:
-                if not self._draining:
-                    self.close_reason = "idle"
-                    self.listener.connection_reaped(self)
+                self._read_timed_out(started, framer.buffered)
                 return None
             if not data:
                 framer.receive_eof()
                 self.close_reason = "closed by client"
                 return None
+            if started is None:
+                started = trio.current_time()
             self.bytes_in += len(data)
             self.last_active_ns = time.monotonic_ns()
             framer.receive_data(data)
 
-    async def _read_direct(self, size: int, idle_ns: int) -> bytearray | None:
+    def _read_deadline(self, idle_ns: int, started: float | None) -> float:
+        """When the read now starting gives up: idle from now, or the request's own bound."""
+        deadline = trio.current_time() + idle_ns / 1e9 if idle_ns else math.inf
+        request_ns = self.listener.request_read_timeout_ns
+        if started is not None and request_ns:
+            deadline = min(deadline, started + request_ns / 1e9)
+        return deadline
+
+    def _read_timed_out(self, started: float | None, have: int) -> None:
+        """A read's deadline passed (or shutdown cancelled it): say which, and count it."""
+        if self._draining:
+            return
+        request_ns = self.listener.request_read_timeout_ns
+        if started is not None and request_ns and trio.current_time() >= started + request_ns / 1e9:
+            self.close_reason = "request read timeout"
+            self.listener.request_read_timed_out(self, have)
+        else:
+            self.close_reason = "idle"
+            self.listener.connection_reaped(self)
+
+    async def _read_direct(
+        self, size: int, idle_ns: int, started: float | None
+    ) -> bytearray | None:
         """Read a large frame straight into its own buffer (one copy, from the kernel)."""
         frame, have = self.framer.take_frame_start(size)
         view = memoryview(frame)
         assert isinstance(self.stream, trio.SocketStream)
         sock = self.stream.socket
+        if started is None:
+            started = trio.current_time()
         while have < size:
             with trio.CancelScope() as scope:
                 self._read_scope = scope
-                if idle_ns:
-                    scope.deadline = trio.current_time() + idle_ns / 1e9
+                scope.deadline = self._read_deadline(idle_ns, started)
                 n = await sock.recv_into(view[have:])
             self._read_scope = None
             if scope.cancelled_caught:
-                if not self._draining:
-                    self.close_reason = "idle"
-                    self.listener.connection_reaped(self)
+                self._read_timed_out(started, have + 4)
                 return None
             if n == 0:
                 raise TruncatedFrame(f"connection closed {size - have} bytes before a frame's end")
@@ -287,13 +322,14 @@ class Connection:
             self.last_active_ns = time.monotonic_ns()
         return frame
 
-    async def _reserve(self, size: int) -> bool:
+    async def _reserve(self, size: int) -> bool | None:
         """Reserve the frame's bytes in the memory pool before reading them; while the
-        pool is used up, the connection is muted and reads nothing. False: shutting down."""
+        pool is used up, the connection is muted and reads nothing. Whether it had to wait
+        for the memory; None: shutting down."""
         pool = self.listener.memory_pool
         if pool is None or pool.try_reserve(size):
             self._reserved = size
-            return True
+            return False
         self.mute_state = transition(self.mute_state, MuteEvent.MUTE)
         with trio.CancelScope() as scope:
             self._read_scope = scope
@@ -301,7 +337,7 @@ class Connection:
             self._reserved = size
         self._read_scope = None
         self.mute_state = transition(self.mute_state, MuteEvent.UNMUTE)
-        return not scope.cancelled_caught
+        return None if scope.cancelled_caught else True
 
     def _release_reserved(self) -> None:
         if self._reserved and self.listener.memory_pool is not None:

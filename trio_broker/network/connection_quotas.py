@@ -6,7 +6,8 @@ Owns: ``ConnectionLimits`` (plain values the broker derives from its config) and
   over its address's limit is refused at accept (closed at once, counted);
 - ``max.connections``, broker-wide and per listener (``listener.name.<l>.max.connections``):
   over the limit, the least recently active connection of the listener is closed to make
-  room (Kafka's closeExcessConnections), so a flood cannot lock regular clients out;
+  room (Kafka's closeExcessConnections), those that never sent a request first, so a
+  flood cannot lock regular clients out;
 - ``max.connection.creation.rate``, broker-wide and per listener: the acceptor waits before
   accepting more than the rate allows in any one second (KIP-612), counted as throttled.
 Control-plane connections never count against, or are closed for, data-plane limits.

@@ -78,6 +78,7 @@ class NetworkCounters:
     connections_opened: int = 0
     connections_closed: int = 0
     connections_reaped: int = 0
+    request_read_timeouts: int = 0
     connections_rejected: int = 0
     connections_evicted: int = 0
     bad_requests: dict[str, int] = field(default_factory=dict)
@@ -99,6 +100,7 @@ class ListenerRuntime:
         self.request_channel = request_channel
         self.max_request_size = server.max_request_size
         self.idle_timeout_ns = server.idle_timeout_ns
+        self.request_read_timeout_ns = server.request_read_timeout_ns
         self.api_versions = server.api_versions[spec.plane]
         # Control requests are small and must pass when data requests used the memory up.
         self.memory_pool = server.memory_pool if spec.plane == "data" else None
@@ -170,14 +172,16 @@ class ListenerRuntime:
     def evict(self, count: int, newcomer: Connection | None) -> None:
         """Close the least recently active data-plane connections (Kafka's
         closeExcessConnections): a listener over its own limit loses its own, a broker
-        over max.connections loses them wherever they are."""
+        over max.connections loses them wherever they are. Connections that have not
+        sent a request yet go first: in a flood of new connections, those are the flood,
+        and clients already being served keep their connections."""
         over_listener = self.quotas.per_listener[self.name] > self.quotas.limits.per_listener.get(
             self.name, UNLIMITED
         )
         pool = self.connections if over_listener else self.server.data_plane_connections()
         candidates = sorted(
             (c for c in pool if c is not newcomer and not c.closed and not c.close_reason),
-            key=lambda c: c.last_active_ns,
+            key=lambda c: (c.requests > 0, c.last_active_ns),
         )
         for victim in candidates[:count]:
             victim.close("closed to stay within max.connections (least recently used)")
@@ -192,6 +196,20 @@ class ListenerRuntime:
 
     def connection_reaped(self, conn: Connection) -> None:
         self.counters.connections_reaped += 1
+
+    def request_read_timed_out(self, conn: Connection, have: int) -> None:
+        """A request did not arrive whole within request.read.timeout.ms: its connection
+        is closed (counted, logged once with the peer)."""
+        self.counters.request_read_timeouts += 1
+        log.warning(
+            "closing %s (listener %s, client %s): request not complete after %d ms "
+            "(%d bytes of it received; request.read.timeout.ms)",
+            conn.remote_str,
+            self.name,
+            conn.client_id,
+            self.request_read_timeout_ns // 1_000_000,
+            have,
+        )
 
     def bad_request(self, conn: Connection, exc: RemoteProtocolError) -> None:
         kind = type(exc).__name__
@@ -315,6 +333,7 @@ class SocketServer:
         max_request_size: int,
         api_versions: dict[str, dict[int, VersionRange]],
         idle_timeout_ms: int = 0,
+        request_read_timeout_ms: int = 0,
         limits: ConnectionLimits | None = None,
         queued_max_request_bytes: int = -1,
         on_request_complete: Callable[[Request], None] | None = None,
@@ -323,6 +342,7 @@ class SocketServer:
         self.num_network_threads = num_network_threads
         self.max_request_size = max_request_size
         self.idle_timeout_ns = idle_timeout_ms * 1_000_000
+        self.request_read_timeout_ns = request_read_timeout_ms * 1_000_000
         self.api_versions = api_versions
         self.quotas = ConnectionQuotas(limits or ConnectionLimits())
         self.memory_pool = MemoryPool(queued_max_request_bytes)

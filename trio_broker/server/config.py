@@ -372,6 +372,15 @@ _KEYS = [
         _POSITIVE,
     ),
     _k(
+        "request.read.timeout.ms",
+        _LONG,
+        30000,
+        "trio-broker extension (Kafka has no such key): once a request's first byte has "
+        "come, the whole request must arrive within this time or the connection is closed "
+        "(a client trickling bytes never idles); 0: no bound.",
+        _NON_NEGATIVE,
+    ),
+    _k(
         "max.connections",
         _INT,
         INT_MAX,

@@ -82,6 +82,9 @@ class ReplicaManager:
         self.trio_token: trio.lowlevel.TrioToken | None = None
         self.duplicate_batches = 0  # retried idempotent batches answered from the cache
         self._min_insync: dict[str, int] = {}
+        # Partitions whose last append failed on the disk: a full disk is logged once when
+        # it starts failing and once when appends work again, not once per produce.
+        self.storage_failing: set[tuple[str, int]] = set()
 
     # ------------------------------------------------------------- life cycle
 
@@ -192,7 +195,7 @@ class ReplicaManager:
         except ProducerStateError as exc:
             return self._failed(topic, exc.error_code, str(exc))
         except LogStorageError as exc:
-            log.error("append to %s-%d failed: %s", topic, partition, exc)
+            self._storage_failed(topic, partition, exc)
             return self._failed(topic, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
         except LogError as exc:  # the log was closed or deleted meanwhile
             return self._failed(topic, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc))
@@ -203,6 +206,8 @@ class ReplicaManager:
                 base_offset=info.first_offset,
                 log_start_offset=info.log_start_offset,
             )
+        if self.storage_failing:
+            self._storage_works(topic, partition)
         if metrics is not None:
             metrics.record_produce(topic, info.size_bytes, info.record_count)
         self.fetch_purgatory.check((topic, partition))
@@ -212,6 +217,26 @@ class ReplicaManager:
             log_append_time_ms=info.log_append_time_ms,
             log_start_offset=info.log_start_offset,
         )
+
+    def _storage_failed(self, topic: str, partition: int, exc: LogStorageError) -> None:
+        key = (topic, partition)
+        if key in self.storage_failing:
+            log.debug("append to %s-%d failed again: %s", topic, partition, exc)
+        else:
+            self.storage_failing.add(key)
+            log.error(
+                "append to %s-%d failed: %s (producers get KAFKA_STORAGE_ERROR until an "
+                "append succeeds; logged once)",
+                topic,
+                partition,
+                exc,
+            )
+
+    def _storage_works(self, topic: str, partition: int) -> None:
+        key = (topic, partition)
+        if key in self.storage_failing:
+            self.storage_failing.discard(key)
+            log.warning("append to %s-%d works again", topic, partition)
 
     def _not_leader(self, topic: str, partition: int) -> str:
         leader = self.cluster.leader_of(topic, partition)

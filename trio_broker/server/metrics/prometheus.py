@@ -221,6 +221,7 @@ def _connections(c: dict[str, Any]) -> Iterator[Metric]:
         ("rejected", "Connections refused by limits"),
         ("reaped", "Idle connections closed (connections.max.idle.ms)"),
         ("evicted", "Least recently used connections closed over max.connections"),
+        ("read_timeouts", "Requests too slow to arrive (request.read.timeout.ms)"),
         ("throttled_accepts", "Accepts delayed by max.connection.creation.rate"),
     ):
         yield CounterMetricFamily(f"kafka_server_connections_{key}", doc, value=c[key])

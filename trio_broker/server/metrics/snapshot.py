@@ -163,6 +163,7 @@ def _connections(metrics: BrokerMetrics) -> dict[str, Any]:
         "rejected": counters.connections_rejected,
         "reaped": counters.connections_reaped,
         "evicted": counters.connections_evicted,
+        "read_timeouts": counters.request_read_timeouts,
         "throttled_accepts": server.quotas.throttled_accepts,
         "muted": sum(1 for c in conns if c.mute_state is not MuteState.NOT_MUTED),
         "throttled": sum(1 for c in conns if c.mute_state in _THROTTLED),
