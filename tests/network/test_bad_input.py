@@ -73,3 +73,36 @@ async def test_bad_input_closes_only_that_connection(
         assert (await healthy.request(req, version)).error_code == 0
     assert len(broker.socket_server.all_connections()) == 1
     await healthy.aclose()
+
+
+async def test_a_broker_bug_on_one_connection_closes_only_that_connection(
+    run_broker,
+    caplog,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    # Fault injection: parsing a request from client "doomed" raises what no code expects.
+    from trio_broker.network import connection as connection_module
+
+    real = connection_module.wire.decode_request_header
+
+    def decode(frame):  # type: ignore[no-untyped-def]
+        if b"doomed" in bytes(frame[:32]):
+            raise KeyError("a bug")
+        return real(frame)
+
+    monkeypatch.setattr(connection_module.wire, "decode_request_header", decode)
+    broker = await run_broker({})
+    host, port = broker.bound_listeners()["PLAINTEXT"]
+    address = f"{host}:{port}"
+    healthy = await AsyncWireClient.connect(address, client_id="healthy")
+    doomed = await AsyncWireClient.connect(address, client_id="doomed")
+    with caplog.at_level(logging.ERROR, logger="trio_broker.network"):
+        await doomed.send_raw(framed(header(3, 4, client=b"doomed") + b"\x00\x00\x00\x00\x00"))
+        with trio.fail_after(5):
+            assert await doomed.closed_by_peer()
+        await trio.testing.wait_all_tasks_blocked()
+    errors = [r for r in caplog.records if "broker error" in r.getMessage()]
+    assert len(errors) == 1 and errors[0].exc_info is not None
+    assert broker.socket_server.counters.bad_requests == {"InternalError": 1}
+    assert (await healthy.request(MetadataRequest(topics=[]), 4)).brokers
+    await healthy.aclose()

@@ -182,6 +182,11 @@ class Connection:
             self.close_reason = self.close_reason or f"disconnected: {exc}"
         except _CloseRequested:
             pass
+        except Exception:
+            # A broker bug met on this connection: it costs this connection only (as a
+            # Kafka processor closes a channel whose processing threw), never the broker.
+            self.close_reason = "broker error"
+            listener.internal_error(self)
         finally:
             self.closed = True
             if self._in_flight is not None:

@@ -223,6 +223,18 @@ class ListenerRuntime:
             kind,
         )
 
+    def internal_error(self, conn: Connection) -> None:
+        """Called from inside the ``except`` of a connection task that met an unexpected
+        exception (a broker bug): logged with its traceback, counted as ``InternalError``."""
+        kind = "InternalError"
+        self.counters.bad_requests[kind] = self.counters.bad_requests.get(kind, 0) + 1
+        log.exception(
+            "closing connection %s from %s on listener %s after a broker error",
+            conn.id,
+            conn.remote_str,
+            self.name,
+        )
+
     def request_completed(self, request: Request) -> None:
         """A request ended: its response was sent, it needed none, or its connection closed
         first (then ``request.times.send_complete_ns`` is 0)."""
