@@ -3,7 +3,9 @@ client's error, and reading the broker's connections and counters."""
 
 from __future__ import annotations
 
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer
@@ -32,6 +34,29 @@ def round_trip(conf: dict[str, Any], topic: str, count: int = 5) -> list[bytes]:
     finally:
         consumer.close()
     return got
+
+
+def kcat_round_trip(conf: dict[str, Any], topic: str, tmp_path: Path, count: int = 20) -> list[str]:
+    """Produce ``count`` lines with kcat using librdkafka settings ``conf`` and consume
+    them back with kcat; the lines read."""
+    args = [f"-X{k}={v}" for k, v in conf.items() if k != "bootstrap.servers"]
+    bootstrap = conf["bootstrap.servers"]
+    src = tmp_path / f"{topic}.txt"
+    src.write_text("".join(f"line {i}\n" for i in range(count)))
+    subprocess.run(
+        ["kcat", "-P", "-b", bootstrap, *args, "-t", topic, "-l", str(src)],
+        check=True,
+        timeout=30,
+        capture_output=True,
+    )
+    out = subprocess.run(
+        ["kcat", "-C", "-b", bootstrap, *args, "-t", topic, "-o", "beginning", "-e", "-q"],
+        check=True,
+        timeout=30,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.splitlines()
 
 
 def authenticates(conf: dict[str, Any]) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from ..support.brokers import BrokerThread
-from .clients import first_error, principals, round_trip
+from .clients import first_error, kcat_round_trip, principals, round_trip
 from .conftest import PASSWORD, Pki, client_config
 
 AUTHENTICATION = -169  # librdkafka's _AUTHENTICATION
@@ -74,24 +74,7 @@ def test_kcat_over_sasl_ssl_with_scram(
     secure_broker: BrokerThread, pki: Pki, tmp_path: Path
 ) -> None:
     conf = client_config(secure_broker, pki, "SASL_SSL", mechanism="SCRAM-SHA-256")
-    args = [f"-X{k}={v}" for k, v in conf.items() if k != "bootstrap.servers"]
-    bootstrap = conf["bootstrap.servers"]
-    src = tmp_path / "lines.txt"
-    src.write_text("".join(f"line {i}\n" for i in range(20)))
-    subprocess.run(
-        ["kcat", "-P", "-b", bootstrap, *args, "-t", "kcat-scram", "-l", str(src)],
-        check=True,
-        timeout=30,
-        capture_output=True,
-    )
-    out = subprocess.run(
-        ["kcat", "-C", "-b", bootstrap, *args, "-t", "kcat-scram", "-o", "beginning", "-e", "-q"],
-        check=True,
-        timeout=30,
-        capture_output=True,
-        text=True,
-    )
-    assert out.stdout.splitlines() == [f"line {i}" for i in range(20)]
+    assert kcat_round_trip(conf, "kcat-scram", tmp_path) == [f"line {i}" for i in range(20)]
 
 
 def test_kcat_with_a_wrong_password_reports_authentication_failure(

@@ -9,7 +9,6 @@ import logging
 import re
 import socket
 import ssl
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from trio_broker.server.config import load_config
 from trio_broker.server.configdef import ConfigError
 
 from ..support.brokers import BrokerThread, overrides_for
-from .clients import first_error, principals, round_trip, wait_for
+from .clients import first_error, kcat_round_trip, principals, round_trip, wait_for
 from .conftest import Pki, client_config, secure_settings
 
 # librdkafka's _TRANSPORT, _SSL and _ALL_BROKERS_DOWN: the client cannot connect
@@ -103,24 +102,7 @@ def test_kcat_produces_and_consumes_over_ssl(
     secure_broker: BrokerThread, pki: Pki, tmp_path: Path
 ) -> None:
     conf = client_config(secure_broker, pki, "SSL", client_cert=True)
-    args = [f"-X{k}={v}" for k, v in conf.items() if k != "bootstrap.servers"]
-    bootstrap = conf["bootstrap.servers"]
-    src = tmp_path / "lines.txt"
-    src.write_text("".join(f"line {i}\n" for i in range(20)))
-    subprocess.run(
-        ["kcat", "-P", "-b", bootstrap, *args, "-t", "kcat-tls", "-l", str(src)],
-        check=True,
-        timeout=30,
-        capture_output=True,
-    )
-    out = subprocess.run(
-        ["kcat", "-C", "-b", bootstrap, *args, "-t", "kcat-tls", "-o", "beginning", "-e", "-q"],
-        check=True,
-        timeout=30,
-        capture_output=True,
-        text=True,
-    )
-    assert out.stdout.splitlines() == [f"line {i}" for i in range(20)]
+    assert kcat_round_trip(conf, "kcat-tls", tmp_path) == [f"line {i}" for i in range(20)]
 
 
 def test_plaintext_client_on_a_tls_listener_is_closed(
