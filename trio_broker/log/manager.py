@@ -89,7 +89,7 @@ class LogManager:
             entries = sorted(os.scandir(log_dir), key=lambda e: e.name)
         except OSError as exc:
             raise LogStorageError(f"{log_dir}: cannot read the log directory: {exc}") from exc
-        if not clean:
+        if not clean and any(e.is_dir() for e in entries):  # a new directory has nothing to recover
             logger.info("%s: no clean shutdown marker, recovering its partitions", log_dir)
         for entry in entries:
             if not entry.is_dir():
