@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -223,6 +224,16 @@ def write_json(path: str | None, title: str, options: dict[str, Any], results: A
     print(f"wrote {path}")
 
 
+def http(method: str, url: str, body: dict[str, Any] | None = None) -> None:
+    """One admin API call (JSON body); an HTTP error status raises."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        resp.read()
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -312,6 +323,7 @@ class BrokerProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.output: list[str] = []
         self.bootstrap = ""
+        self.admin_url = ""  # with admin.listeners set: the admin API's base URL
 
     @property
     def pid(self) -> int:
@@ -346,6 +358,7 @@ class BrokerProcess:
             raise RuntimeError(f"broker did not start: {exc}\n" + "".join(self.output)) from exc
         data = json.loads((self.log_dir / "listeners.json").read_text())
         self.bootstrap = data["listeners"]["PLAINTEXT"]
+        self.admin_url = data.get("admin", "")
         return self
 
     def stop(self, timeout: float = 30) -> None:

@@ -13,11 +13,9 @@ Run: ``.venv/bin/python bench/resize.py [--phase-seconds 5] [--rate 20000]``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 import time
-import urllib.request
 from functools import partial
 from typing import Any
 
@@ -26,6 +24,7 @@ from _common import (
     command_line,
     default_data_dir,
     header,
+    http,
     log,
     percentile,
     table,
@@ -37,17 +36,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 SEQUENCE = [(8, 3), (2, 1), (16, 4), (8, 3)]
 TOPIC = "resize"
-
-
-def http_put(url: str, body: dict[str, Any]) -> None:
-    req = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        method="PUT",
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        resp.read()
 
 
 class Load:
@@ -115,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = ["admin.listeners=http://127.0.0.1:0", "num.io.threads=8", "num.network.threads=3"]
     rows, results = [], []
     with BrokerProcess(overrides, base_dir=args.data_dir or default_data_dir()) as broker:
-        admin_url = json.loads((broker.log_dir / "listeners.json").read_text())["admin"]
+        admin_url = broker.admin_url
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, 4, 1)])[TOPIC].result(10)
         load = Load(broker.bootstrap, args.producers, args.rate)
@@ -125,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         load.take()
         for io, network in SEQUENCE:
             began = time.perf_counter()
-            http_put(f"{admin_url}/v1/pools/io", {"size": io})
-            http_put(f"{admin_url}/v1/pools/network/PLAINTEXT", {"size": network})
+            http("PUT", f"{admin_url}/v1/pools/io", {"size": io})
+            http("PUT", f"{admin_url}/v1/pools/network/PLAINTEXT", {"size": network})
             resize_ms = (time.perf_counter() - began) * 1000
             time.sleep(args.phase_seconds)  # the measured phase: wall time is the point
             delivered, latencies, errors = load.take()

@@ -29,13 +29,11 @@ Run: ``.venv/bin/python bench/soak.py [--duration 600] [--json soak.json]``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import threading
 import time
-import urllib.request
 from collections import Counter
 from typing import Any
 
@@ -44,6 +42,7 @@ from _common import (
     default_data_dir,
     fmt,
     header,
+    http,
     log,
     rss_bytes,
     table,
@@ -61,15 +60,6 @@ TOPIC = "soak"
 GROUP = "soak-group"
 IO_SIZES = [8, 2, 16, 4]
 NETWORK_SIZES = [3, 1, 4, 2]
-
-
-def http(method: str, url: str, body: dict[str, Any] | None = None) -> None:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        url, data=data, method=method, headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        resp.read()
 
 
 def open_fds(pid: int) -> int:
@@ -382,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     print(header("Soak: mixed load, then loss, duplicates, memory and descriptors", options))
     overrides = ["admin.listeners=http://127.0.0.1:0", "num.io.threads=8", "num.network.threads=3"]
     with BrokerProcess(overrides, base_dir=args.data_dir or default_data_dir()) as broker:
-        admin_url = json.loads((broker.log_dir / "listeners.json").read_text())["admin"]
+        admin_url = broker.admin_url
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic(TOPIC, args.partitions, 1)])[TOPIC].result(10)
         del admin  # its client would otherwise reconnect to the stopped broker at the end
