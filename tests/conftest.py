@@ -1,13 +1,43 @@
-"""Shared fixtures: real brokers on port 0 in a temporary data directory."""
+"""Shared fixtures: real brokers on port 0 in a temporary data directory.
+
+Kafka's default ports (9092, 9093) and the admin API's (9644) are taken for the whole
+session: held here when they are free, or by another broker (``scripts/start``) when not.
+Either way a test that binds or dials one of them fails at once, on any machine.
+"""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from .support.brokers import BrokerThread
+
+DEFAULT_PORTS = (9092, 9093, 9644)  # PLAINTEXT, CONTROLLER, the admin API
+
+
+@pytest.fixture(scope="session", autouse=True)
+def default_ports_taken() -> Iterator[tuple[int, ...]]:
+    """Bind (never listen on) each default port that is free, for the session.
+
+    Bound without ``SO_REUSEADDR`` and not listening: a broker binding the port gets
+    "Address already in use" and a client dialling it "Connection refused". Yields the
+    ports held here (the others belong to someone else).
+    """
+    held: list[socket.socket] = []
+    for port in DEFAULT_PORTS:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            sock.close()  # another broker has it: the suite must pass beside it anyway
+            continue
+        held.append(sock)
+    yield tuple(s.getsockname()[1] for s in held)
+    for sock in held:
+        sock.close()
 
 
 @pytest.fixture

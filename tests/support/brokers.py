@@ -24,11 +24,17 @@ from trio_broker.apis.table import API_TABLE, ApiTable
 from trio_broker.server.broker import Broker
 from trio_broker.server.config import load_config
 
-BASE = {
+# Every listener a test starts binds port 0 (the kernel picks a free port), so that the suite
+# runs beside a broker on Kafka's defaults (9092, 9093, 9644): a test names its ports only
+# through these keys, always with port 0.
+PORT_ZERO = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
+    "admin.listeners": "",  # no admin API unless a test asks for one (http://127.0.0.1:0)
+}
+BASE = {
+    **PORT_ZERO,
     "num.network.threads": "2",
     "num.io.threads": "4",
-    "admin.listeners": "",  # no admin API unless a test asks for one (http://127.0.0.1:0)
 }
 
 
@@ -107,14 +113,20 @@ class BrokerThread:
 
 
 class BrokerProcess:
-    """``python -m trio_broker`` in a subprocess; its stderr is collected in ``log``."""
+    """``python -m trio_broker`` in a subprocess; its stderr is collected in ``log``.
+
+    Listeners and the admin API default to port 0 (``PORT_ZERO``), not to the broker's
+    own defaults (9092, 9644), unless ``overrides`` name them.
+    """
 
     def __init__(self, data_dir: Path, overrides: list[str], config_file: Path | None = None):
         self.data_dir = data_dir
         args = [sys.executable, "-m", "trio_broker"]
         if config_file is not None:
             args += ["--config", str(config_file)]
-        for o in overrides:
+        named = {o.partition("=")[0].strip() for o in overrides}
+        defaults = [f"{k}={v}" for k, v in PORT_ZERO.items() if k not in named]
+        for o in [*defaults, *overrides]:
             args += ["--override", o]
         self.args = args
         self.proc: subprocess.Popen[str] | None = None
