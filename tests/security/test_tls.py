@@ -180,7 +180,7 @@ def test_a_client_that_never_completes_the_handshake_is_closed_at_the_deadline(
         with socket.create_connection((host, int(port)), timeout=5) as silent:
             start = time.monotonic()
             assert silent.recv(1) == b""  # closed by the broker
-            assert 0.25 <= time.monotonic() - start < 4
+            assert time.monotonic() - start >= 0.25  # not before the deadline
         wait_for(lambda: _handshake_failures(b) == 1)
         assert [r.getMessage() for r in caplog.records if "no TLS handshake" in r.getMessage()]
     finally:
