@@ -12,16 +12,12 @@ from trio_broker.server.broker import Broker
 from trio_broker.server.config import load_config
 from trio_broker.server.groups import OFFSETS_TOPIC, partition_for
 
+from ...support.brokers import PORT_ZERO
+
 
 async def start(nursery: trio.Nursery, data: Path) -> Broker:
-    config = load_config(
-        None,
-        [
-            "listeners=PLAINTEXT://127.0.0.1:0",
-            f"log.dirs={data}",
-            "offsets.topic.num.partitions=3",
-        ],
-    )
+    settings = {**PORT_ZERO, "log.dirs": str(data), "offsets.topic.num.partitions": "3"}
+    config = load_config(None, [f"{k}={v}" for k, v in settings.items()])
     broker: Broker = await nursery.start(Broker(config).run)
     return broker
 
