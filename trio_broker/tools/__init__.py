@@ -1,1 +1,2 @@
-"""Command-line tools that talk to brokers over the Kafka protocol (client side)."""
+"""Command-line tools on the client side of a broker: ``controller`` (and the ``client``
+it uses) over the Kafka protocol, ``admin_cli`` over the admin HTTP API only."""
