@@ -294,7 +294,8 @@ def test_acls_add_list_delete(cli: Any) -> None:
     assert cli("acls", "list", "--principal", "User:bob", "--json").json() == {"acls": []}
     everything = cli("acls", "delete")
     assert everything.code == 1 and "name at least one filter" in everything.err
-    assert cli("acls", "delete", "--resource-name", "orders", "--json").json()["acls"] == added
+    # a filter given before the action counts too
+    assert cli("acls", "--resource-name", "orders", "delete", "--json").json()["acls"] == added
     assert cli("acls", "--json").json() == {"acls": []}
 
 

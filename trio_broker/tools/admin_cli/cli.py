@@ -184,13 +184,17 @@ def build_parser() -> argparse.ArgumentParser:
         "delete", commands.acls_delete, "delete the ACLs matching the filter (one at least)", asub
     )
     for p in (acls, alist, aadd, adel):
-        p.add_argument("--principal", help="e.g. User:alice")
-        p.add_argument("--permission-type", metavar="ALLOW|DENY")
-        p.add_argument("--operation", metavar="OP", help="READ, WRITE, DESCRIBE, ALL ...")
-        p.add_argument("--resource-type", metavar="TYPE", help="TOPIC, GROUP, CLUSTER ...")
-        p.add_argument("--pattern-type", metavar="PATTERN", help="LITERAL, PREFIXED")
-        p.add_argument("--resource-name", metavar="NAME")
-        p.add_argument("--host", help="a client address, or * (any)")
+        # on the actions, absent means "as given before the action" (acls --principal X list)
+        unset = None if p is acls else argparse.SUPPRESS
+        p.add_argument("--principal", default=unset, help="e.g. User:alice")
+        p.add_argument("--permission-type", default=unset, metavar="ALLOW|DENY")
+        p.add_argument("--operation", default=unset, metavar="OP", help="READ, WRITE, ALL ...")
+        p.add_argument(
+            "--resource-type", default=unset, metavar="TYPE", help="TOPIC, GROUP, CLUSTER ..."
+        )
+        p.add_argument("--pattern-type", default=unset, metavar="PATTERN", help="LITERAL, PREFIXED")
+        p.add_argument("--resource-name", default=unset, metavar="NAME")
+        p.add_argument("--host", default=unset, help="a client address, or * (any)")
     return parser
 
 
