@@ -118,7 +118,13 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
                         {
                             "plane": {"enum": ["data", "control"]},
                             "size": {"type": "integer", "minimum": 1},
-                            "idle_ratio": _ratio(),
+                            "idle_ratio": {
+                                **_ratio(),
+                                "description": "share of the event loop's time the "
+                                "listener's network work did not take over the metrics "
+                                "window (waits for slow peers excluded); it does not "
+                                "depend on the pool size",
+                            },
                             "connections": _count(),
                         }
                     ),
@@ -339,7 +345,9 @@ def openapi_document(
         },
         "/v1/pools/network/{listener}": {
             "put": op(
-                "Resize a data-plane listener's network pool live; no connection is closed.",
+                "Resize a data-plane listener's network pool live; no connection is closed. "
+                "Processors own connections and account for their network work; they all "
+                "run on the broker's one event loop, so their number adds or removes no CPU.",
                 {
                     "200": _json(_ref("Pools"), "the pools after the change"),
                     "400": _error("invalid size, or the control-plane listener"),

@@ -81,16 +81,16 @@ async def test_a_broker_bug_on_one_connection_closes_only_that_connection(
     monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     # Fault injection: parsing a request from client "doomed" raises what no code expects.
-    from trio_broker.network import connection as connection_module
+    from trio_broker.network import processor as processor_module
 
-    real = connection_module.wire.decode_request_header
+    real = processor_module.wire.decode_request_header
 
     def decode(frame):  # type: ignore[no-untyped-def]
         if b"doomed" in bytes(frame[:32]):
             raise KeyError("a bug")
         return real(frame)
 
-    monkeypatch.setattr(connection_module.wire, "decode_request_header", decode)
+    monkeypatch.setattr(processor_module.wire, "decode_request_header", decode)
     broker = await run_broker({})
     host, port = broker.bound_listeners()["PLAINTEXT"]
     address = f"{host}:{port}"

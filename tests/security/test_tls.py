@@ -173,7 +173,9 @@ def test_a_client_that_never_completes_the_handshake_is_closed_at_the_deadline(
         listener = b.broker.socket_server.listener("SSL")
 
         def shorten() -> None:  # the 10 s deadline, shortened for the test
-            listener.security = dataclasses.replace(listener.security, tls_handshake_timeout_s=0.3)
+            listener.update_security(
+                dataclasses.replace(listener.context.security, tls_handshake_timeout_s=0.3)
+            )
 
         b.call(shorten)
         host, port = b.address("SSL").split(":")

@@ -6,7 +6,7 @@ mechanisms and credential lookup, the failed-authentication delay, the session l
 ``AuthCounters`` (the figures the metrics report) and ``SaslDriver``, which a
 ``Connection`` on a SASL listener consults for every frame it reads:
 - SaslHandshake and SaslAuthenticate requests (and, after a v0 handshake, the raw
-  size-prefixed tokens) are answered here, in the connection's own task, from the
+  size-prefixed tokens) are answered here, in the connection's task, from the
   ``security.sasl.SaslSession`` state machine; each step runs on a worker thread (PLAIN
   derives a PBKDF2 key), so no other connection waits for it.
 - Before authentication any other request than ApiVersions closes the connection
@@ -15,7 +15,10 @@ mechanisms and credential lookup, the failed-authentication delay, the session l
 - A failed authentication is logged once (peer, mechanism, user name), answered with
   SASL_AUTHENTICATION_FAILED after ``connection.failed.authentication.delay.ms``, and the
   connection is closed.
-The authenticated principal (``User:<name>``) goes into ``Connection.principal``.
+The driver knows nothing of the connection: it writes its answers, releases a request's
+memory and reports a request complete through the ``SaslIo`` it is given, and leaves the
+authenticated principal (``User:<name>``) in ``principal`` and the reason to close in
+``close_reason`` for its caller.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import logging
 import ssl
 import struct
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
@@ -38,15 +42,11 @@ from ..protocol.messages.sasl import (
     SaslAuthenticateResponse,
     SaslHandshakeResponse,
 )
-from ..protocol.primitives import parts_length
+from ..protocol.primitives import Parts
 from ..security.errors import AuthenticationFailed
 from ..security.sasl import SASL_APIS, SUPPORTED_MECHANISMS, Admission, SaslSession, SaslState
 from ..security.scram import Lookup
-from .send import send_parts
-
-if TYPE_CHECKING:
-    from .connection import Connection
-    from .request import Request
+from .request import Request
 
 log = logging.getLogger("trio_broker.security")
 
@@ -95,15 +95,29 @@ class Outcome(enum.Enum):
     CLOSE = "close"  # answered (or not); close the connection now
 
 
+@dataclass(frozen=True, slots=True)
+class SaslIo:
+    """How a ``SaslDriver`` reaches its connection."""
+
+    write: Callable[[Parts], Awaitable[None]]  # send a frame (its bytes counted)
+    release: Callable[[Request], None]  # give back a request's memory-pool bytes
+    completed: Callable[[Request], None]  # a request answered here is complete
+    peer: str  # for log lines: the client's address
+    listener: str
+    connection_id: str
+
+
 class SaslDriver:
-    def __init__(self, conn: Connection, security: ListenerSecurity, counters: AuthCounters):
+    def __init__(self, io: SaslIo, security: ListenerSecurity, counters: AuthCounters):
         assert security.credentials is not None
-        self.conn = conn
+        self.io = io
         self.security = security
         self.counters = counters
         self.session = SaslSession(
             security.sasl_mechanisms, security.credentials, security.reauth_ms
         )
+        self.principal: str | None = None  # once authenticated
+        self.close_reason = ""
 
     @property
     def raw(self) -> bool:
@@ -114,7 +128,7 @@ class SaslDriver:
         key = request.spec.key
         if key in SASL_APIS:
             # answered here, from its decoded body: its frame's pool bytes go back now
-            self.conn._release_memory(request)
+            self.io.release(request)
         if key == SASL_HANDSHAKE.key:
             return await self._handshake(request)
         if key == SASL_AUTHENTICATE.key:
@@ -122,7 +136,7 @@ class SaslDriver:
         verdict = self.session.admit(key, _now_ms())
         if verdict is Admission.PASS:
             return Outcome.PASS
-        self.conn._release_memory(request)
+        self.io.release(request)
         if verdict is Admission.EXPIRED:
             self.counters.expired_sessions += 1
             raise SessionExpired(
@@ -147,7 +161,7 @@ class SaslDriver:
                 error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=list(session.enabled)
             )
             await self._respond(request, body)
-            self.conn.close_reason = str(exc)
+            self.close_reason = str(exc)
             return Outcome.CLOSE
         code = ErrorCode.NONE if accepted else ErrorCode.UNSUPPORTED_SASL_MECHANISM
         await self._respond(
@@ -157,7 +171,7 @@ class SaslDriver:
             # counted under "unsupported", not the client's string (bounded metric labels)
             label = mechanism if mechanism in SUPPORTED_MECHANISMS else "unsupported"
             self._failed(label, f"mechanism {mechanism!r} is not enabled")
-            self.conn.close_reason = f"unsupported SASL mechanism {mechanism!r}"
+            self.close_reason = f"unsupported SASL mechanism {mechanism!r}"
             return Outcome.CLOSE
         return Outcome.HANDLED
 
@@ -180,7 +194,7 @@ class SaslDriver:
             )
             if session.state is SaslState.AUTHENTICATED:
                 return Outcome.HANDLED
-            self.conn.close_reason = message
+            self.close_reason = message
             return Outcome.CLOSE
         try:
             token, done = await self._step(request.body.auth_bytes)
@@ -214,8 +228,7 @@ class SaslDriver:
         except AuthenticationFailed:
             await self._fail_delay()
             return False  # v0 has no error response: the client sees the close
-        await send_parts(self.conn.stream, [struct.pack(">i", len(token)), token])
-        self.conn.bytes_out += 4 + len(token)
+        await self.io.write([struct.pack(">i", len(token)), token])
         return True
 
     async def _step(self, token: bytes) -> tuple[bytes, bool]:
@@ -228,7 +241,7 @@ class SaslDriver:
             self._failed(mechanism, str(exc))
             raise
         except Exception:  # a bug of ours: the client gets a failure, the broker stays up
-            log.exception("SASL %s step failed on connection %s", mechanism, self.conn.id)
+            log.exception("SASL %s step failed on connection %s", mechanism, self.io.connection_id)
             self._failed(mechanism, "internal error")
             raise AuthenticationFailed("Authentication failed: internal error") from None
         if done:
@@ -236,11 +249,11 @@ class SaslDriver:
             if reauth:
                 self.counters.reauthentications += 1
             assert session.principal is not None
-            self.conn.principal = session.principal
+            self.principal = session.principal
             log.debug(
                 "connection %s from %s authenticated as %s (%s)",
-                self.conn.id,
-                self.conn.remote_str,
+                self.io.connection_id,
+                self.io.peer,
                 session.principal,
                 mechanism,
             )
@@ -251,13 +264,13 @@ class SaslDriver:
         user = self.session.user
         log.warning(
             "failed authentication from %s on listener %s: mechanism %s, user %s: %s",
-            self.conn.remote_str,
-            self.conn.listener.name,
+            self.io.peer,
+            self.io.listener,
             mechanism,
             repr(user) if user is not None else "(none)",
             reason,
         )
-        self.conn.close_reason = "failed authentication"
+        self.close_reason = "failed authentication"
 
     async def _fail_delay(self) -> None:
         delay = self.security.failed_authentication_delay_ms
@@ -265,18 +278,16 @@ class SaslDriver:
             await trio.sleep(delay / 1000)
 
     async def _respond(self, request: Request, body: Any) -> None:
-        conn = self.conn
         parts = encode_response(request.spec, request.version, request.header.correlation_id, body)
         times = request.times
         times.dequeue_ns = times.api_local_complete_ns = times.response_complete_ns = (
             time.monotonic_ns()
         )
         times.response_dequeue_ns = times.response_complete_ns
-        await send_parts(conn.stream, parts)
-        conn.bytes_out += parts_length(parts)
+        await self.io.write(parts)
         times.send_complete_ns = time.monotonic_ns()
-        conn._release_memory(request)
-        conn.listener.request_completed(request)
+        self.io.release(request)
+        self.io.completed(request)
 
 
 def _now_ms() -> float:
@@ -288,6 +299,7 @@ __all__ = [
     "ListenerSecurity",
     "Outcome",
     "SaslDriver",
+    "SaslIo",
     "SessionExpired",
     "UnauthenticatedRequest",
 ]

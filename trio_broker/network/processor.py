@@ -1,114 +1,159 @@
-"""A network processor: owner of a set of connections and of their response queue.
+"""A network processor (Kafka's Processor): owner of a set of connections and of their
+network work.
 
 Owns: ``Processor``. The acceptor hands it new sockets through its new-connection channel
-(capacity 20, as Kafka's); it registers each as a ``Connection`` and starts the
-connection's task in the listener's connection nursery. Handlers hand response actions to
-the processor that owns the connection (``send_response``); the processor's response task
-takes them off its queue in order and passes each to its connection. When the pool
-shrinks, ``retire`` moves this processor's connections, with everything they hold, to the
-remaining processors; queued actions still reach their connections because an action is
-routed by its connection, not by the queue it came through.
+(capacity 20, as Kafka's); it registers each as a ``Connection`` and serves it in a task
+of the listener's connection nursery. Serving a connection is the processor's network
+work, all of it here: the TLS handshake, framing (reading whole frames under the idle and
+request-read clocks and the memory pool), parsing, SASL's admission of each request, the
+mute transitions, sending the request into the plane's request channel, and applying the
+response actions (writes, no-ops, throttling, closes) in order. Handlers deliver those
+actions straight to the connection (its ``deliver``), not through a queue of the
+processor, so a response costs no forwarding hop.
 
-Trio runs every task of the broker on one thread, so a "network thread" is a unit of
-ownership and accounting here (connections, response queue, busy time), not an OS thread.
+Accounting: ``busy_ns`` is the time spent on this processor's network work: the wall time
+of the work minus the time it waited for a peer (socket readiness), for the request
+channel, the memory pool or a response. A slow reader costs waiting, not busy time.
+Trio runs every task of the broker on one thread, so processors share one CPU: their
+count groups connections for ownership and accounting and adds no CPU; the pool's busy
+time is what the network work costs the event loop.
+
+When the pool shrinks, ``retire`` moves this processor's connections, with everything
+they hold, to the remaining processors: a connection's task keeps running and charges its
+work to whichever processor owns it at the time.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import time
-from typing import TYPE_CHECKING
+from time import perf_counter_ns
+from typing import Any
 
 import trio
 
-from ..protocol.errors import RemoteProtocolError
-from . import actions as act
-from .connection import Connection
-
-if TYPE_CHECKING:
-    from .socket_server import ListenerRuntime
-
-log = logging.getLogger("trio_broker.network")
+from ..protocol import header as wire
+from ..protocol.errors import (
+    RemoteProtocolError,
+    TruncatedFrame,
+    UnknownApiKey,
+    UnsupportedApiVersion,
+)
+from ..protocol.primitives import parts_length
+from .authentication import Outcome, SaslDriver, SaslIo
+from .connection import Connection, release_action
+from .context import ListenerContext
+from .mute import MuteEvent, MuteState, transition
+from .request import (
+    CloseConnectionResponse,
+    EndThrottling,
+    NoOpResponse,
+    Request,
+    RequestTimes,
+    ResponseAction,
+    SendResponse,
+    StartThrottling,
+)
+from .send import SocketTransport, WaitClock, receive_into, receive_some, send_parts
+from .tls import tls_handshake
 
 NEW_CONNECTION_QUEUE = 20
+_RECEIVE_SIZE = 65536
+# Frames this large are read into their own buffer instead of through the frame
+# decoder's buffer (which would copy them twice more).
+_DIRECT_READ = 128 * 1024
+_API_VERSIONS = 18
+
+
+class _CloseRequested(Exception):
+    """A CloseConnectionResponse or a SASL outcome ends the connection's task."""
+
+
+class _Meter:
+    """Busy time of one connection's work, charged to its current owner: the wall time
+    since ``start`` minus the waits for the peer counted in ``clock`` since then."""
+
+    __slots__ = ("clock", "conn", "running", "t0", "w0")
+
+    def __init__(self, conn: Connection, clock: WaitClock) -> None:
+        self.conn = conn
+        self.clock = clock
+        self.running = False
+        self.t0 = 0
+        self.w0 = 0
+
+    def start(self) -> None:
+        self.running = True
+        self.t0 = perf_counter_ns()
+        self.w0 = self.clock.waited_ns
+
+    def stop(self) -> None:
+        if not self.running:
+            return
+        self.running = False
+        busy = perf_counter_ns() - self.t0 - (self.clock.waited_ns - self.w0)
+        if busy > 0:
+            self.conn.processor.add_busy(busy)
 
 
 class Processor:
-    def __init__(self, processor_id: int, listener: ListenerRuntime) -> None:
+    def __init__(
+        self, processor_id: int, context: ListenerContext, nursery: trio.Nursery, conn_ids: Any
+    ) -> None:
         self.id = processor_id
-        self.listener = listener
+        self.context = context
+        self._nursery = nursery  # the listener's connection nursery
+        self._conn_ids = conn_ids  # the listener's connection counter
         self.connections: set[Connection] = set()
         self.new_connections, self._new_rx = trio.open_memory_channel[trio.SocketStream](
             NEW_CONNECTION_QUEUE
         )
-        self._responses_tx, self._responses_rx = trio.open_memory_channel[act.ResponseAction](
-            math.inf
-        )
         self.retired = False
+        self.successor: Any = None  # picks the processor for sockets arriving after retiring
         self.created_ns = time.monotonic_ns()
         self.retired_ns = 0  # when it left the pool (idle ratios across resizes)
         self.busy_ns = 0
 
-    # ---------------------------------------------------------------- accounting
+    # ---------------------------------------------------------------- ownership
 
     def add_busy(self, ns: int) -> None:
         self.busy_ns += ns
 
     @property
     def response_queue_size(self) -> int:
-        return self._responses_rx.statistics().current_buffer_used
+        """Response actions delivered to its connections and not yet applied."""
+        return sum(len(c.mailbox) for c in self.connections)
 
-    # -------------------------------------------------------------------- tasks
-
-    async def run_new_connections(self) -> None:
-        """Register sockets the acceptor hands over; after retiring, forward them."""
+    async def run_new_connections(self, opened: Any) -> None:
+        """Register the sockets the acceptor hands over (``opened(conn)`` tells the
+        listener); after retiring, hand them to a processor still in the pool."""
         async with self._new_rx:
             async for stream in self._new_rx:
-                owner = self if not self.retired else self.listener.pick_processor()
-                owner.start_connection(stream)
+                owner = self if not self.retired else self.successor()
+                conn = owner.start_connection(stream)
+                if conn is not None:
+                    opened(conn)
 
-    async def run_responses(self) -> None:
-        """Pass each queued response action to its connection, in queue order."""
-        async with self._responses_rx:
-            async for action in self._responses_rx:
-                action.request.times.response_dequeue_ns = time.monotonic_ns()
-                action.request.connection.deliver(action)
-
-    # ---------------------------------------------------------------- ownership
-
-    def start_connection(self, stream: trio.SocketStream) -> None:
-        listener = self.listener
+    def start_connection(self, stream: trio.SocketStream) -> Connection | None:
         try:
             remote = stream.socket.getpeername()
             local = stream.socket.getsockname()
         except OSError:
             stream.socket.close()
-            return
-        conn_id = listener.next_connection_id(local, remote)
-        conn = Connection(conn_id, stream, listener, self, remote)
+            return None
+        ctx = self.context
+        conn_id = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{next(self._conn_ids)}"
+        conn = Connection(
+            conn_id,
+            stream,
+            remote,
+            self,
+            listener=ctx.name,
+            max_request_size=ctx.max_request_size,
+        )
         self.connections.add(conn)
-        listener.connection_opened(conn)
-        listener.connection_nursery.start_soon(conn.serve, name=f"conn {conn_id}")
-
-    def send_response(self, action: act.ResponseAction) -> None:
-        """Queue an action for one of this processor's connections (never blocks)."""
-        times = action.request.times
-        if not times.response_complete_ns:
-            times.response_complete_ns = time.monotonic_ns()
-        try:
-            self._responses_tx.send_nowait(action)
-        except trio.ClosedResourceError:
-            # Retired between routing and sending: deliver directly, order is kept
-            # because a muted connection has at most one response in flight.
-            action.request.connection.deliver(action)
-
-    def connection_closed(self, conn: Connection) -> None:
-        conn.processor.connections.discard(conn)
-        self.connections.discard(conn)
-
-    def bad_request(self, conn: Connection, exc: RemoteProtocolError) -> None:
-        self.listener.bad_request(conn, exc)
+        self._nursery.start_soon(self.serve, conn, name=f"conn {conn_id}")
+        return conn
 
     def retire(self, survivors: list[Processor]) -> None:
         """Leave the pool: hand every connection to ``survivors``, round robin."""
@@ -120,9 +165,341 @@ class Processor:
             new_owner.connections.add(conn)
         self.connections.clear()
         self.new_connections.close()
-        self._responses_tx.close()
 
     def close(self) -> None:
-        """Shutdown: no more connections or responses will come."""
+        """Shutdown: no more connections will come."""
         self.new_connections.close()
-        self._responses_tx.close()
+
+    # ------------------------------------------------------------ network work
+
+    async def serve(self, conn: Connection) -> None:
+        """Serve one connection until it closes (the connection's task)."""
+        ctx = self.context
+        clock = WaitClock()
+        meter = _Meter(conn, clock)
+        meter.start()
+        sasl: SaslDriver | None = None
+        try:
+            with trio.CancelScope() as conn.scope:
+                if conn.draining:
+                    return
+                if ctx.security.ssl_context is not None and not await self._start_tls(conn, clock):
+                    return
+                if ctx.security.sasl:
+                    sasl = SaslDriver(self._sasl_io(conn, clock), ctx.security, ctx.auth_counters)
+                await self._loop(conn, meter, sasl)
+        except RemoteProtocolError as exc:
+            ctx.events.bad_request(conn, exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            conn.close_reason = conn.close_reason or f"disconnected: {exc}"
+        except _CloseRequested:
+            if sasl is not None and sasl.close_reason and not conn.close_reason:
+                conn.close_reason = sasl.close_reason
+        except Exception:
+            # A broker bug met on this connection: it costs this connection only (as a
+            # Kafka processor closes a channel whose processing threw), never the broker.
+            conn.close_reason = "broker error"
+            ctx.events.internal_error(conn)
+        finally:
+            meter.stop()
+            conn.closed = True
+            if conn.in_flight is not None:
+                # ended without a response reaching the client: report it (metrics count
+                # it as an error; its send_complete_ns stays 0)
+                request, conn.in_flight = conn.in_flight, None
+                self._release_memory(request)
+                ctx.events.request_completed(request)
+            self._release_reserved(conn)
+            for action in conn.mailbox.drain():
+                release_action(action)
+            await trio.aclose_forcefully(conn.stream)
+            owner = conn.processor
+            if isinstance(owner, Processor):
+                owner.connections.discard(conn)
+            self.connections.discard(conn)
+            ctx.events.connection_closed(conn)
+
+    async def _start_tls(self, conn: Connection, clock: WaitClock) -> bool:
+        ctx = self.context
+        assert ctx.security.ssl_context is not None
+        transport: trio.abc.Stream = conn.stream
+        if isinstance(transport, trio.SocketStream):
+            transport = SocketTransport(transport, clock)
+        outcome = await tls_handshake(
+            transport, ctx.security.ssl_context, ctx.security.tls_handshake_timeout_s
+        )
+        if isinstance(outcome, str):
+            conn.close_reason = f"TLS handshake failed: {outcome}"
+            ctx.events.tls_failed(conn, outcome)
+            return False
+        ctx.auth_counters.tls_handshakes += 1
+        conn.stream = outcome.stream
+        conn.principal = outcome.principal
+        return True
+
+    def _sasl_io(self, conn: Connection, clock: WaitClock) -> SaslIo:
+        async def write(parts: Any) -> None:
+            await send_parts(conn.stream, parts, clock)
+            conn.bytes_out += parts_length(parts)
+
+        return SaslIo(
+            write=write,
+            release=self._release_memory,
+            completed=self.context.events.request_completed,
+            peer=conn.remote_str,
+            listener=self.context.name,
+            connection_id=conn.id,
+        )
+
+    async def _loop(self, conn: Connection, meter: _Meter, sasl: SaslDriver | None) -> None:
+        ctx = self.context
+        requests = ctx.requests
+        idle_ns = ctx.idle_timeout_ns
+        while True:
+            frame = await self._read_frame(conn, meter, idle_ns)
+            if frame is None:
+                return
+            if sasl is not None and sasl.raw:  # a raw token after a v0 SaslHandshake
+                self._release_reserved(conn)
+                meter.stop()  # an authentication exchange: waits on a worker thread
+                ok = await sasl.raw_token(frame)
+                meter.start()
+                if not ok:
+                    conn.close_reason = conn.close_reason or sasl.close_reason
+                    return
+                continue
+            request = self._parse(conn, frame)
+            if sasl is not None:
+                meter.stop()
+                outcome = await sasl.intercept(request)
+                meter.start()
+                if sasl.principal is not None:
+                    conn.principal = request.principal = sasl.principal
+                if outcome is Outcome.CLOSE:
+                    raise _CloseRequested
+                if outcome is Outcome.HANDLED:
+                    continue
+            conn.mute_state = transition(conn.mute_state, MuteEvent.MUTE)
+            conn.mute_state = transition(conn.mute_state, MuteEvent.REQUEST_RECEIVED)
+            conn.in_flight = request
+            meter.stop()
+            await requests.send(request)
+            while conn.mute_state is not MuteState.NOT_MUTED:
+                action = await conn.mailbox.get()
+                meter.start()
+                action.request.times.response_dequeue_ns = time.monotonic_ns()
+                await self._apply(conn, action, meter.clock)
+                meter.stop()
+            meter.start()
+
+    # ------------------------------------------------------------------ framing
+
+    async def _read_frame(
+        self, conn: Connection, meter: _Meter, idle_ns: int
+    ) -> bytes | bytearray | None:
+        """The next request frame, or None when the connection is to end quietly (closed
+        by the client, idle, too slow, shutting down).
+
+        Two clocks bound a read: ``connections.max.idle.ms`` from the last byte received,
+        and ``request.read.timeout.ms`` from the first byte of the request in progress (a
+        client trickling a byte a second never idles, but is closed by the second).
+        """
+        framer = conn.framer
+        clock = meter.clock
+        # Bytes of the next request already buffered (pipelined) count from now: the
+        # connection did not read while its previous request was in flight.
+        started = trio.current_time() if framer.buffered else None
+        while True:
+            if not conn.reserved:
+                size = framer.frame_size()
+                if size is not None:
+                    meter.stop()
+                    waited = await self._reserve(conn, size)
+                    meter.start()
+                    if waited is None:
+                        return None
+                    if waited:  # it read nothing while muted: restart the request's clock
+                        started = trio.current_time()
+            frame = framer.next_frame()
+            if frame is not None:
+                return frame
+            if conn.draining:
+                return None
+            size = framer.frame_size()
+            if (
+                size is not None
+                and size >= _DIRECT_READ
+                and isinstance(conn.stream, trio.SocketStream)
+            ):
+                return await self._read_direct(conn, clock, size, idle_ns, started)
+            with trio.CancelScope() as scope:
+                conn.read_scope = scope
+                scope.deadline = self._read_deadline(idle_ns, started)
+                data = await receive_some(conn.stream, max(_RECEIVE_SIZE, framer.wanted()), clock)
+            conn.read_scope = None
+            if scope.cancelled_caught:
+                self._read_timed_out(conn, started, framer.buffered)
+                return None
+            if not data:
+                framer.receive_eof()
+                conn.close_reason = "closed by client"
+                return None
+            if started is None:
+                started = trio.current_time()
+            conn.bytes_in += len(data)
+            conn.last_active_ns = time.monotonic_ns()
+            framer.receive_data(data)
+
+    def _read_deadline(self, idle_ns: int, started: float | None) -> float:
+        """When the read now starting gives up: idle from now, or the request's own bound."""
+        deadline = trio.current_time() + idle_ns / 1e9 if idle_ns else math.inf
+        request_ns = self.context.request_read_timeout_ns
+        if started is not None and request_ns:
+            deadline = min(deadline, started + request_ns / 1e9)
+        return deadline
+
+    def _read_timed_out(self, conn: Connection, started: float | None, have: int) -> None:
+        """A read's deadline passed (or shutdown cancelled it): say which, and count it."""
+        if conn.draining:
+            return
+        request_ns = self.context.request_read_timeout_ns
+        if started is not None and request_ns and trio.current_time() >= started + request_ns / 1e9:
+            conn.close_reason = "request read timeout"
+            self.context.events.request_read_timed_out(conn, have)
+        else:
+            conn.close_reason = "idle"
+            self.context.events.connection_reaped(conn)
+
+    async def _read_direct(
+        self, conn: Connection, clock: WaitClock, size: int, idle_ns: int, started: float | None
+    ) -> bytearray | None:
+        """Read a large frame straight into its own buffer (one copy, from the kernel)."""
+        frame, have = conn.framer.take_frame_start(size)
+        view = memoryview(frame)
+        assert isinstance(conn.stream, trio.SocketStream)
+        sock = conn.stream.socket
+        if started is None:
+            started = trio.current_time()
+        while have < size:
+            with trio.CancelScope() as scope:
+                conn.read_scope = scope
+                scope.deadline = self._read_deadline(idle_ns, started)
+                n = await receive_into(sock, view[have:], clock)
+            conn.read_scope = None
+            if scope.cancelled_caught:
+                self._read_timed_out(conn, started, have + 4)
+                return None
+            if n == 0:
+                raise TruncatedFrame(f"connection closed {size - have} bytes before a frame's end")
+            have += n
+            conn.bytes_in += n
+            conn.last_active_ns = time.monotonic_ns()
+        return frame
+
+    async def _reserve(self, conn: Connection, size: int) -> bool | None:
+        """Reserve the frame's bytes in the memory pool before reading them; while the
+        pool is used up, the connection is muted and reads nothing. Whether it had to wait
+        for the memory; None: shutting down."""
+        pool = self.context.memory_pool
+        if pool is None or pool.try_reserve(size):
+            conn.reserved = size
+            return False
+        conn.mute_state = transition(conn.mute_state, MuteEvent.MUTE)
+        with trio.CancelScope() as scope:
+            conn.read_scope = scope
+            await pool.reserve(size)
+            conn.reserved = size
+        conn.read_scope = None
+        conn.mute_state = transition(conn.mute_state, MuteEvent.UNMUTE)
+        return None if scope.cancelled_caught else True
+
+    def _release_reserved(self, conn: Connection) -> None:
+        if conn.reserved and self.context.memory_pool is not None:
+            self.context.memory_pool.release(conn.reserved)
+        conn.reserved = 0
+
+    def _release_memory(self, request: Request | None) -> None:
+        pool = self.context.memory_pool
+        if pool is not None and request is not None and request.memory:
+            pool.release(request.memory)
+            request.memory = 0
+
+    # ------------------------------------------------------------------ parsing
+
+    def _parse(self, conn: Connection, frame: bytes | bytearray) -> Request:
+        start = time.monotonic_ns()
+        ctx = self.context
+        header, spec, pos = wire.decode_request_header(frame)
+        versions = ctx.api_versions.get(spec.key)
+        if versions is None:
+            raise UnknownApiKey(
+                f"api key {spec.key} ({spec.name}) is not served on listener {ctx.name}"
+            )
+        body: Any = None
+        if header.api_version in versions:
+            body = wire.decode_request_body(spec, header.api_version, frame, pos)
+        elif spec.key != _API_VERSIONS:
+            raise UnsupportedApiVersion(
+                f"{spec.name} v{header.api_version} is not supported (we answer v{versions})"
+            )
+        # else KIP-511: an ApiVersions request of a version we do not know is answered
+        # (with v0 and UNSUPPORTED_VERSION) so that the client can pick a version.
+        conn.requests += 1
+        if header.client_id is not None:
+            conn.client_id = header.client_id
+        if spec.key == _API_VERSIONS and body is not None and header.api_version >= 3:
+            conn.client_software_name = body.client_software_name or None
+            conn.client_software_version = body.client_software_version or None
+        request = Request(
+            sink=conn,
+            connection_id=conn.id,
+            processor_id=conn.processor.id,
+            header=header,
+            spec=spec,
+            body=body,
+            size=len(frame) + 4,
+            times=RequestTimes(start_ns=start),
+            listener=ctx.name,
+            security_protocol=ctx.security_protocol,
+            client_host=conn.remote[0],
+            principal=conn.principal,
+            plane=ctx.plane,
+            memory=conn.reserved,
+        )
+        conn.reserved = 0
+        return request
+
+    # ---------------------------------------------------------------- responses
+
+    async def _apply(self, conn: Connection, action: ResponseAction, clock: WaitClock) -> None:
+        if isinstance(action, SendResponse):
+            await send_parts(conn.stream, action.parts, clock)
+            now = time.monotonic_ns()
+            conn.bytes_out += action.size
+            conn.last_active_ns = now
+            action.request.times.send_complete_ns = now
+            self._response_done(conn, action.request)
+        elif isinstance(action, NoOpResponse):
+            action.request.times.send_complete_ns = time.monotonic_ns()
+            self._response_done(conn, action.request)
+        elif isinstance(action, StartThrottling):
+            conn.mute_state = transition(conn.mute_state, MuteEvent.THROTTLE_STARTED)
+            conn.throttle_until_ns = time.monotonic_ns() + action.throttle_ms * 1_000_000
+        elif isinstance(action, EndThrottling):
+            conn.mute_state = transition(conn.mute_state, MuteEvent.THROTTLE_ENDED)
+            conn.throttle_until_ns = 0
+            self._maybe_unmute(conn)
+        elif isinstance(action, CloseConnectionResponse):
+            conn.close_reason = action.reason or "closed by the broker"
+            raise _CloseRequested
+
+    def _response_done(self, conn: Connection, request: Request) -> None:
+        self._release_memory(request)
+        conn.mute_state = transition(conn.mute_state, MuteEvent.RESPONSE_SENT)
+        conn.in_flight = None
+        self.context.events.request_completed(request)
+        self._maybe_unmute(conn)
+
+    def _maybe_unmute(self, conn: Connection) -> None:
+        if conn.mute_state is MuteState.MUTED:
+            conn.mute_state = transition(conn.mute_state, MuteEvent.UNMUTE)

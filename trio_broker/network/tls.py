@@ -1,36 +1,34 @@
 """TLS on a connection: the server handshake, in the connection's own task.
 
-Owns: ``start_tls``. It wraps the accepted socket in a ``trio.SSLStream`` and completes the
-handshake under a deadline (``ListenerSecurity.tls_handshake_timeout_s``), so a slow or
-silent client holds only its own task, never a processor or another connection. A failed
-handshake (no client certificate where one is required, an untrusted one, a plaintext
-client, the deadline) is logged once with the peer and counted, and the connection is
-closed. The client certificate's subject becomes the connection's principal
-(``User:CN=...``); without one it stays ``User:ANONYMOUS``.
+Owns: ``tls_handshake``. It wraps an accepted socket in a ``trio.SSLStream`` and completes
+the handshake under a deadline, so a slow or silent client holds only its own task, never
+a processor or another connection. It returns the TLS stream and the principal of the
+client certificate's subject (``User:CN=...``; ``User:ANONYMOUS`` without one), or the
+reason the handshake failed; the caller logs, counts and closes.
+Must not: know connections or listeners.
 """
 
 from __future__ import annotations
 
-import logging
 import ssl
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import trio
 
 from ..security.principal import principal_from_certificate
 
-if TYPE_CHECKING:
-    from .authentication import AuthCounters
-    from .connection import Connection
 
-log = logging.getLogger("trio_broker.security")
+@dataclass(frozen=True, slots=True)
+class TlsSession:
+    stream: trio.SSLStream[trio.abc.Stream]
+    principal: str
 
 
-async def start_tls(
-    conn: Connection, context: ssl.SSLContext, timeout_s: float, counters: AuthCounters
-) -> bool:
-    """Handshake as the server; True once ``conn.stream`` is the TLS stream."""
-    stream = trio.SSLStream(conn.stream, context, server_side=True)
+async def tls_handshake(
+    transport: trio.abc.Stream, context: ssl.SSLContext, timeout_s: float
+) -> TlsSession | str:
+    """Handshake as the server: the session, or why it failed (a one-line reason)."""
+    stream = trio.SSLStream(transport, context, server_side=True)
     reason = ""
     with trio.move_on_after(timeout_s) as scope:
         try:
@@ -41,16 +39,5 @@ async def start_tls(
     if scope.cancelled_caught:
         reason = f"no TLS handshake within {timeout_s:g} s"
     if reason:
-        counters.tls_handshake_failures += 1
-        log.warning(
-            "TLS handshake with %s on listener %s failed: %s",
-            conn.remote_str,
-            conn.listener.name,
-            reason,
-        )
-        conn.close_reason = f"TLS handshake failed: {reason}"
-        return False
-    counters.tls_handshakes += 1
-    conn.stream = stream
-    conn.principal = principal_from_certificate(stream.getpeercert(binary_form=True))
-    return True
+        return reason
+    return TlsSession(stream, principal_from_certificate(stream.getpeercert(binary_form=True)))

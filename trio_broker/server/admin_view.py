@@ -171,7 +171,7 @@ class BrokerAdminView(AclAdmin):
         return [
             ConnectionInfo(
                 id=c.id,
-                listener=c.listener.name,
+                listener=c.listener,
                 processor=c.processor.id,
                 remote=c.remote_str,
                 principal=c.principal,

@@ -43,7 +43,6 @@ from ..apis.services import (
 from ..apis.table import API_TABLE, ApiTable
 from ..apis.topic_names import topic_name_error
 from ..network.connection_quotas import ConnectionLimits
-from ..network.request import Request
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
@@ -161,14 +160,7 @@ class Broker:
         )
         throttler = Throttler(self.quota_manager, self.purgatories["throttle"])
         self.request_handler.throttler = throttler
-        metrics_completed = self.socket_server.on_request_complete
-
-        def completed(request: Request) -> None:
-            if metrics_completed is not None:
-                metrics_completed(request)
-            throttler.network_time(request)
-
-        self.socket_server.on_request_complete = completed
+        self.socket_server.request_observers.append(throttler.record_network_time)
         self.metrics.set_authorization(self.authorization.figures)
         pool = self.socket_server.memory_pool
         if pool.bounded:

@@ -3,7 +3,7 @@
 Owns: ``RequestHandler.handle`` (what each handler task calls) and ``complete`` (also
 called by the purgatory when a delayed operation finishes). Responses are encoded here, on
 the handler side, as Kafka's handlers serialize their responses; the processor only writes
-bytes; ``on_response`` (the metrics' error-code counter) sees each encoded response body.
+bytes; ``response_observers`` (the metrics' error-code counter) sees each encoded response body.
 A handler that raises is a broker bug: it is logged with the request and the
 connection is closed (the client retries), never left hanging.
 """
@@ -18,8 +18,7 @@ from typing import Any
 from ..apis.context import CloseConnection, Deferred, RequestContext
 from ..apis.services import BrokerView
 from ..apis.table import ApiTable
-from ..network import actions as act
-from ..network.request import Request
+from ..network.request import CloseConnectionResponse, NoOpResponse, Request, SendResponse
 from ..protocol.header import encode_response
 from ..protocol.primitives import parts_length
 from .throttling import Throttler
@@ -31,23 +30,22 @@ class RequestHandler:
     def __init__(self, table: ApiTable, broker: BrokerView) -> None:
         self.table = table
         self.broker = broker
-        # Observer of every encoded response: (request, response body, version).
-        self.on_response: Callable[[Request, Any, int], None] | None = None
+        # Observers of every encoded response: (request, response body, version).
+        self.response_observers: list[Callable[[Request, Any, int], None]] = []
         # Client quotas (set by the broker): usage recorded, over-quota clients throttled.
         self.throttler: Throttler | None = None
 
     def context_for(self, request: Request) -> RequestContext:
-        conn = request.connection
         header = request.header
         return RequestContext(
             api_key=header.api_key,
             api_version=header.api_version,
             correlation_id=header.correlation_id,
             client_id=header.client_id,
-            client_host=conn.remote[0],
-            listener=conn.listener.name,
-            security_protocol=conn.listener.spec.security_protocol,
-            principal=conn.principal,
+            client_host=request.client_host,
+            listener=request.listener,
+            security_protocol=request.security_protocol,
+            principal=request.principal,
             plane=request.plane,
             broker=self.broker,
         )
@@ -64,7 +62,7 @@ class RequestHandler:
         try:
             result = await entry.handler(ctx, request.body)
         except Exception:
-            log.exception("handler failed on %r from %s", request, request.connection.remote_str)
+            log.exception("handler failed on %r from %s", request, request.client_host)
             self._close(request, "handler error")
             return
         request.times.api_local_complete_ns = time.monotonic_ns()
@@ -74,13 +72,13 @@ class RequestHandler:
 
     def complete(self, request: Request, response: Any) -> None:
         """Send ``response`` (a response body, or None for no response) to the client."""
-        processor = request.connection.processor
+        sink = request.sink
         throttler = self.throttler
         if response is None:
             throttle_ms = throttler.throttle_ms(request, 0) if throttler is not None else 0
             if throttle_ms and throttler is not None:
                 throttler.start(request, throttle_ms)
-            processor.send_response(act.NoOpResponse(request))
+            sink.deliver(NoOpResponse(request))
             return
         if isinstance(response, CloseConnection):
             self._close(request, response.reason)
@@ -103,15 +101,15 @@ class RequestHandler:
             log.exception("cannot encode the response to %r", request)
             self._close(request, "response encoding error")
             return
-        if self.on_response is not None:
-            self.on_response(request, response, ctx.response_version)
+        for observer in self.response_observers:
+            observer(request, response, ctx.response_version)
         if throttle_ms and throttler is not None:
             throttler.start(request, throttle_ms)
-        processor.send_response(act.SendResponse(request, parts, size))
+        sink.deliver(SendResponse(request, parts, size))
 
     def fail(self, request: Request, reason: str) -> None:
         """Give up on a request: its connection is closed (the client retries)."""
         self._close(request, reason)
 
     def _close(self, request: Request, reason: str) -> None:
-        request.connection.processor.send_response(act.CloseConnectionResponse(request, reason))
+        request.sink.deliver(CloseConnectionResponse(request, reason))

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import trio
 
-from ..network import actions as act
-from ..network.request import Request
+from ..network.request import EndThrottling, Request, StartThrottling
 from ..protocol.api import ApiKey
 from .purgatory import DelayedOperation, Purgatory
 from .quota_manager import FETCH, PRODUCE, REQUEST, QuotaManager
@@ -37,7 +36,7 @@ class _ThrottleEnd(DelayedOperation):
         return False  # only time ends a throttle
 
     async def complete(self) -> None:
-        self.request.connection.processor.send_response(act.EndThrottling(self.request))
+        self.request.sink.deliver(EndThrottling(self.request))
 
 
 class Throttler:
@@ -51,7 +50,7 @@ class Throttler:
         if request.plane == "control" or key in EXEMPT:
             return 0
         quotas = self.quotas
-        user = principal_name(request.connection.principal)
+        user = principal_name(request.principal)
         client = request.header.client_id or ""
         ms = 0
         if key == ApiKey.Produce:
@@ -68,11 +67,11 @@ class Throttler:
     def start(self, request: Request, throttle_ms: int) -> None:
         """Mute the connection after its response until ``throttle_ms`` has passed."""
         request.times.throttle_ms = throttle_ms
-        request.connection.processor.send_response(act.StartThrottling(request, throttle_ms))
+        request.sink.deliver(StartThrottling(request, throttle_ms))
         deadline = trio.current_time() + throttle_ms / 1000
         self.purgatory.park(_ThrottleEnd(deadline, request), ())
 
-    def network_time(self, request: Request) -> None:
+    def record_network_time(self, request: Request) -> None:
         """Charge the time the network layer spent sending the response (Kafka records
         network thread time without throttling the request that used it)."""
         if request.plane == "control" or request.spec.key in EXEMPT:
@@ -82,7 +81,7 @@ class Throttler:
             sent_ns = times.send_complete_ns - times.response_dequeue_ns
             self.quotas.record_quietly(
                 REQUEST,
-                principal_name(request.connection.principal),
+                principal_name(request.principal),
                 request.header.client_id or "",
                 sent_ns / 1e7,
             )

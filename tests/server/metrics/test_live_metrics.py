@@ -204,7 +204,7 @@ async def test_a_request_whose_connection_closes_counts_as_an_error(run_broker) 
 
 async def test_disabled_metrics_record_nothing_per_request(run_broker) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker({"metrics.enabled": "false"})
-    assert broker.request_handler.on_response is None
+    assert broker.request_handler.response_observers == []
     client = await AsyncWireClient.connect(addr(broker))
     for _ in range(3):
         await client.request(MetadataRequest(topics=[]), 9)

@@ -21,7 +21,8 @@ FETCH = ApiSpec(1, "Fetch", MetadataRequest, MetadataResponse, MetadataRequest.v
 
 def request(spec: ApiSpec, version: int, times: RequestTimes, body: Any = None) -> Request:
     return Request(
-        connection=None,  # type: ignore[arg-type]
+        sink=None,  # type: ignore[arg-type]
+        connection_id="c1",
         processor_id=0,
         header=RequestHeader(spec.key, version, 1, "c"),
         spec=spec,

@@ -2,8 +2,8 @@
 
 Owns: ``BrokerMetrics``. It holds the request metrics, the topic metrics, the log-flush
 histogram and one idle-ratio sampler per handler pool and per listener; it hooks its
-observers into the request path (``SocketServer.on_request_complete`` and
-``RequestHandler.on_response``) when ``metrics.enabled`` is true; it runs the sampler task
+observers into the request path (``SocketServer.request_observers`` and
+``RequestHandler.response_observers``) when ``metrics.enabled`` is true; it runs the sampler task
 (``run``, one sample per window slot, ended by ``stop``); and it reports
 (``snapshot`` for the JSON snapshot, ``prometheus_text`` for Prometheus, both from the same
 figures). The data path and the log call the small recording API: ``record_produce``,
@@ -85,9 +85,9 @@ class BrokerMetrics:
         self._scope = trio.CancelScope()
         self._registry = registry_for(self.figures)
         if enabled:
-            _observe(socket_server, "on_request_complete", self.requests.completed)
+            socket_server.request_observers.append(self.requests.completed)
             if request_handler is not None:
-                _observe(request_handler, "on_response", self.requests.response)
+                request_handler.response_observers.append(self.requests.response)
 
     @classmethod
     def for_broker(cls, broker: Broker) -> BrokerMetrics:
@@ -198,17 +198,3 @@ class BrokerMetrics:
     def prometheus_text(self) -> bytes:
         """The figures in Prometheus' text format (takes no snapshot: ``seq`` stays)."""
         return prometheus_text(self._registry)
-
-
-def _observe(target: Any, attribute: str, observer: Callable[..., None]) -> None:
-    """Set ``target.attribute`` to ``observer``, after any observer already there."""
-    previous = getattr(target, attribute, None)
-    if previous is None:
-        setattr(target, attribute, observer)
-        return
-
-    def both(*args: Any) -> None:
-        previous(*args)
-        observer(*args)
-
-    setattr(target, attribute, both)

@@ -12,6 +12,10 @@ inside the window as its start ``t0``; for each unit that existed at some point 
 (``busy(end) - busy(max(t0, start))``, clamped to that part) and the pool's idle ratio is
 ``1 - sum(busy) / sum(existence)``: a unit counts in proportion to how long it existed
 within the window, so growing or shrinking a pool never pushes the ratio out of 0..1.
+Processors are read differently (``shares_one_cpu``): they are tasks of the one event
+loop, so their pool's idle ratio is ``1 - sum(busy) / window``, the share of the loop's
+time that the network work did not take. At a constant load it stays where it is when
+only the number of processors changes; each processor's own ratio is its share likewise.
 A handler in the middle of a request counts its request's time so far as busy, so a held
 handler reads as busy at once, not only after it finishes.
 Must not: change the pools it reads.
@@ -38,6 +42,10 @@ class IdleFigures:
 
 class BusySampler:
     """Samples the busy time of a changing set of units; reads idle ratios over a window."""
+
+    # Units that share one CPU (tasks of the event loop): the pool's busy time is divided
+    # by the window, not by the units' summed existence.
+    shares_one_cpu = False
 
     def __init__(self, window: Window, units: Callable[[], Iterable[Any]]) -> None:
         self.window = window
@@ -108,8 +116,12 @@ class BusySampler:
             per_key[key] = 1.0 - busy / (b - a)
         for unit in live:
             ratios[unit.id] = per_key.get(id(unit), 1.0)
-        idle = 1.0 - total_busy / total_exist if total_exist else 1.0
-        return IdleFigures(idle, ratios, total_exist, total_busy, max(0, now - t0))
+        span = max(0, now - t0)
+        if self.shares_one_cpu:
+            idle = max(0.0, 1.0 - total_busy / span) if span else 1.0
+        else:
+            idle = 1.0 - total_busy / total_exist if total_exist else 1.0
+        return IdleFigures(idle, ratios, total_exist, total_busy, span)
 
 
 class HandlerSampler(BusySampler):
@@ -138,7 +150,10 @@ class HandlerSampler(BusySampler):
 
 
 class ProcessorSampler(BusySampler):
-    """The processors of one listener (``network.socket_server.ListenerRuntime``)."""
+    """The processors of one listener (``network.listener.ListenerRuntime``): busy is the
+    time their network work took on the event loop, waits for peers excluded."""
+
+    shares_one_cpu = True
 
     def __init__(self, window: Window, listener: Any) -> None:
         self.listener = listener

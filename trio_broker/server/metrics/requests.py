@@ -6,12 +6,12 @@ handler time per plane, and the distributions RequestQueueTimeMs, LocalTimeMs,
 RemoteTimeMs, ThrottleTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs, TotalTimeMs) and
 ``RequestMetrics``, the two observers the request path calls:
 
-- ``completed(request)``: a request has ended (the socket server's ``on_request_complete``).
+- ``completed(request)``: a request has ended (one of the socket server's ``request_observers``).
   Its stamps (``RequestTimes``) are split as Kafka's RequestChannel does; a request whose
   connection closed before its response went out (``send_complete_ns == 0``) is counted,
   with its bytes, as closed (an error) and adds no times.
 - ``response(request, body, version)``: a response body was encoded (the request handler's
-  ``on_response``); its error codes are counted with a compiled accessor.
+  ``response_observers``); its error codes are counted with a compiled accessor.
 
 Fetch is split into FetchConsumer and FetchFollower by the request's replica id, as Kafka
 does. Times are recorded in integer microseconds into the slot of the request's own
