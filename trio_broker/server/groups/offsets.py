@@ -21,14 +21,11 @@ functions; no trio, no I/O.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from .state import EMPTY, STABLE
-
-if TYPE_CHECKING:
-    from .group import Group
+from .state import EMPTY, STABLE, GroupState
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -44,7 +41,24 @@ class OffsetAndMetadata:
     expire_timestamp_ms: int | None = None
 
 
-def expired_partitions(group: Group, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+class OffsetsOwner(Protocol):
+    """What the expiry rule reads of a group (``group.Group`` has it all)."""
+
+    @property
+    def protocol_type(self) -> str | None: ...
+    @property
+    def state(self) -> GroupState: ...
+    @property
+    def state_timestamp_ms(self) -> int | None: ...
+    @property
+    def subscribed_topics(self) -> set[str] | None: ...
+    @property
+    def offsets(self) -> Mapping[TopicPartition, OffsetAndMetadata]: ...
+    @property
+    def pending_commits(self) -> Mapping[TopicPartition, int]: ...
+
+
+def expired_partitions(group: OffsetsOwner, now_ms: int, retention_ms: int) -> list[TopicPartition]:
     """The partitions whose committed offsets have expired in ``group``."""
     if group.protocol_type is not None and group.state is EMPTY:
         since = group.state_timestamp_ms
@@ -72,7 +86,7 @@ def expired_partitions(group: Group, now_ms: int, retention_ms: int) -> list[Top
 
 
 def _expired(
-    group: Group,
+    group: OffsetsOwner,
     now_ms: int,
     retention_ms: int,
     base: Callable[[OffsetAndMetadata], int],
