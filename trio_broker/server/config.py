@@ -1,13 +1,10 @@
 """The broker's configuration, under Kafka's own property names.
 
-Owns: loading (``load_config``: a
-``server.properties`` file plus ``--override key=value`` entries, which win), Kafka's
-precedence rules between synonyms (``log.retention.ms`` > ``.minutes`` > ``.hours``,
-``log.roll.ms`` > ``.hours``, ``log.dirs`` > ``log.dir``, ``node.id`` = ``broker.id``),
-and ``BrokerConfig``: the
-validated, immutable result, with typed access (``cfg["num.io.threads"]``), convenience
-views (``listeners``, ``log_dirs``, ``admin_endpoint``, ...), masked display and
-``with_updates`` for the admin API's run-time changes of dynamic keys.
+Owns: loading (``load_config``: a ``server.properties`` file plus ``--override key=value``
+entries, which win) and ``BrokerConfig``: the validated, immutable result, with typed
+access (``cfg["num.io.threads"]``), convenience views (``listeners``, ``log_dirs``,
+``admin_endpoint``, ...), provenance, masked display and ``with_updates`` for run-time
+changes of dynamic keys.
 
 Relative paths (``log.dirs``, ``dashboard.data.dir``) are kept as written: they are
 relative to the broker's working directory. No Trio, no sockets; the only I/O is reading
