@@ -104,10 +104,10 @@ def test_a_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     app = QuotaEntity.client("app")
     store.alter(app, {"producer_byte_rate": 100})
 
-    def broken(path: Path, text: str) -> None:
+    def broken(path: Path, data: bytes) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("trio_broker.server.quotas.write_atomically", broken)
+    monkeypatch.setattr("trio_broker.server.json_store.atomic_write", broken)
     with pytest.raises(OSError):
         store.alter(app, {"producer_byte_rate": 5})
     assert store.get(app) == {"producer_byte_rate": 100}

@@ -13,7 +13,6 @@ The Kafka ACL APIs and the admin API share one store. Blocking file I/O in ``loa
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import Counter
@@ -23,11 +22,10 @@ from pathlib import Path
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
 from ..security.authorizer import Authorizer
 from ..security.denials import DenialLog
-from .topics import write_atomically
+from .json_store import JsonDocument
 
 log = logging.getLogger("trio_broker.authorizer")
 
-_FORMAT_VERSION = 1
 DENIAL_LOG_INTERVAL_S = 60.0
 
 
@@ -37,7 +35,7 @@ class AclStore:
     def __init__(
         self, directory: Path, *, super_users: Sequence[str] = (), allow_if_no_acl: bool = False
     ) -> None:
-        self.path = directory / self.FILE
+        self.document = JsonDocument(directory / self.FILE, what="ACL")
         self.authorizer = Authorizer(super_users=super_users, allow_if_no_acl=allow_if_no_acl)
         self._lock = threading.Lock()
 
@@ -65,21 +63,16 @@ class AclStore:
 
     def load(self) -> None:
         """Read ``acls.json`` if there is one; a malformed file is a start-up error."""
-        if not self.path.exists():
+        data = self.document.read()
+        if data is None:
             return
-        try:
-            data = json.loads(self.path.read_text())
-            if data.get("version") != _FORMAT_VERSION:
-                raise ValueError(f"unknown format version {data.get('version')!r}")
+        with self.document.parsing():
             bindings = [AclBinding.from_dict(item) for item in data["acls"]]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise RuntimeError(f"{self.path} is not a valid ACL file: {exc}") from exc
         with self._lock:
             self.authorizer = self.authorizer.with_added(bindings)
 
     def _save(self, bindings: list[AclBinding]) -> None:
-        data = {"version": _FORMAT_VERSION, "acls": [b.as_dict() for b in bindings]}
-        write_atomically(self.path, json.dumps(data, indent=1))
+        self.document.write({"acls": [b.as_dict() for b in bindings]})
 
 
 class Authorization:

@@ -42,6 +42,7 @@ from ..apis.services import (
 )
 from ..apis.table import API_TABLE, ApiTable
 from ..apis.topic_names import topic_name_error
+from ..log.files import atomic_write
 from ..network.connection_quotas import ConnectionLimits
 from ..network.socket_server import ListenerSpec, SocketServer
 from ..protocol.errors import ErrorCode
@@ -67,7 +68,7 @@ from .request_handler import RequestHandler
 from .scram_store import ScramStore
 from .throttling import Throttler
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config, validate_topic_configs
-from .topics import TopicCatalog, write_atomically
+from .topics import TopicCatalog
 
 log = logging.getLogger("trio_broker")
 
@@ -266,8 +267,8 @@ class Broker:
         for d in self.config.log_dirs:
             meta = d / "meta.properties"
             if not meta.exists():
-                write_atomically(
-                    meta, f"version=1\ncluster.id={cluster_id}\nnode.id={self.broker_id}\n"
+                atomic_write(
+                    meta, f"version=1\ncluster.id={cluster_id}\nnode.id={self.broker_id}\n".encode()
                 )
         return cluster_id
 
@@ -296,7 +297,7 @@ class Broker:
         }
         if self.admin_url:
             data["admin"] = self.admin_url
-        write_atomically(self.data_dir / "listeners.json", json.dumps(data, indent=1))
+        atomic_write(self.data_dir / "listeners.json", json.dumps(data, indent=1).encode())
 
     # ------------------------------------------------------- run-time config
 

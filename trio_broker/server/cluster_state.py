@@ -19,7 +19,6 @@ restarted broker keeps its role until a controller says otherwise. Blocking file
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from dataclasses import asdict, dataclass
@@ -28,8 +27,8 @@ from typing import Any
 
 from ..apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
 from ..protocol.errors import ErrorCode
+from .json_store import JsonDocument
 from .metadata_cache import MetadataCache
-from .topics import write_atomically
 
 log = logging.getLogger("trio_broker.server")
 
@@ -46,7 +45,7 @@ class ClusterState:
     FILE = "cluster_state.json"
 
     def __init__(self, directory: Path, broker_id: int) -> None:
-        self.path = directory / self.FILE
+        self.document = JsonDocument(directory / self.FILE, what="cluster state")
         self.broker_id = broker_id
         self.controller_epoch = -1
         self.leadership: dict[tuple[str, int], Leadership] = {}
@@ -123,9 +122,13 @@ class ClusterState:
     # ------------------------------------------------------------ persistence
 
     def load(self) -> None:
-        if not self.path.exists():
+        data = self.document.read()
+        if data is None:
             return
-        data = json.loads(self.path.read_text())
+        with self.document.parsing():
+            self._load(data)
+
+    def _load(self, data: dict[str, Any]) -> None:
         self.controller_epoch = data["controller_epoch"]
         for entry in data["leadership"]:
             self.leadership[(entry["topic"], entry["partition"])] = Leadership(
@@ -183,4 +186,4 @@ class ClusterState:
                 },
                 "topic_ids": {t: str(i) for t, i in c.topic_ids.items()},
             }
-        write_atomically(self.path, json.dumps(data, indent=1, sort_keys=True))
+        self.document.write(data)

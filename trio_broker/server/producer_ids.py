@@ -8,11 +8,10 @@ the rest of a block. Blocking file I/O on a block change only (once per 1000 pro
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 
-from .topics import write_atomically
+from .json_store import JsonDocument
 
 BLOCK_SIZE = 1000
 
@@ -21,21 +20,23 @@ class ProducerIdManager:
     FILE = "producer_ids.json"
 
     def __init__(self, directory: Path) -> None:
-        self.path = directory / self.FILE
+        self.document = JsonDocument(directory / self.FILE, what="producer id")
         self._lock = threading.Lock()
         self._next = 0
         self._block_end = 0
 
     def load(self) -> None:
-        if self.path.exists():
-            self._next = self._block_end = int(json.loads(self.path.read_text())["next_block"])
+        data = self.document.read()
+        if data is not None:
+            with self.document.parsing():
+                self._next = self._block_end = int(data["next_block"])
 
     def next_id(self) -> int:
         """A producer id never handed out before (blocking when a new block is taken)."""
         with self._lock:
             if self._next >= self._block_end:
                 end = self._next + BLOCK_SIZE
-                write_atomically(self.path, json.dumps({"next_block": end}))
+                self.document.write({"next_block": end})
                 self._block_end = end
             pid = self._next
             self._next += 1

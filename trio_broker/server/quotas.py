@@ -15,7 +15,6 @@ Must not: enforce anything (``quota_manager`` reads this store).
 from __future__ import annotations
 
 import enum
-import json
 import math
 import threading
 from collections.abc import Mapping
@@ -24,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .topics import write_atomically
+from .json_store import JsonDocument
 
 __all__ = [
     "QUOTA_KEYS",
@@ -37,7 +36,6 @@ __all__ = [
 ]
 
 _LONG_MAX = 2**63 - 1
-_FORMAT_VERSION = 1
 
 
 class EntityType(enum.StrEnum):
@@ -163,7 +161,7 @@ class QuotaStore:
     FILE = "quotas.json"
 
     def __init__(self, directory: Path) -> None:
-        self.path = directory / self.FILE
+        self.document = JsonDocument(directory / self.FILE, what="quota")
         self._quotas: Mapping[QuotaEntity, Values] = MappingProxyType({})
         self._lock = threading.Lock()
 
@@ -224,29 +222,27 @@ class QuotaStore:
 
     def load(self) -> None:
         """Read ``quotas.json`` if there is one; a malformed file is a start-up error."""
-        if not self.path.exists():
+        data = self.document.read()
+        if data is None:
             return
-        try:
-            data = json.loads(self.path.read_text())
-            if data.get("version") != _FORMAT_VERSION:
-                raise QuotaError(None, None, f"unknown format version {data.get('version')!r}")
-            quotas: dict[QuotaEntity, Values] = {}
-            for item in data["quotas"]:
-                entity = QuotaEntity.of(item["entity"])
-                values = {k: check_value(k, v) for k, v in item["values"].items()}
-                if values:
-                    quotas[entity] = MappingProxyType(values)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise RuntimeError(f"{self.path} is not a valid quota file: {exc}") from exc
+        quotas: dict[QuotaEntity, Values] = {}
+        with self.document.parsing():
+            try:
+                for item in data["quotas"]:
+                    entity = QuotaEntity.of(item["entity"])
+                    values = {k: check_value(k, v) for k, v in item["values"].items()}
+                    if values:
+                        quotas[entity] = MappingProxyType(values)
+            except QuotaError as exc:
+                raise ValueError(str(exc)) from exc
         with self._lock:
             self._quotas = MappingProxyType(quotas)
 
     def _save(self, quotas: Mapping[QuotaEntity, Values]) -> None:
         data = {
-            "version": _FORMAT_VERSION,
             "quotas": [
                 {"entity": entity.as_dict(), "values": dict(sorted(values.items()))}
                 for entity, values in sorted(quotas.items(), key=lambda i: i[0].sort_key())
             ],
         }
-        write_atomically(self.path, json.dumps(data, indent=1))
+        self.document.write(data)

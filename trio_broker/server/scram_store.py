@@ -13,7 +13,6 @@ network layer and from worker threads).
 from __future__ import annotations
 
 import base64
-import json
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -21,9 +20,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ..security.scram import MECHANISMS, CredentialError, ScramCredential
-from .topics import write_atomically
+from .json_store import JsonDocument, StoreError
 
-_FORMAT_VERSION = 1
 Users = Mapping[str, Mapping[str, ScramCredential]]
 
 
@@ -31,7 +29,7 @@ class ScramStore:
     FILE = "scram_credentials.json"
 
     def __init__(self, directory: Path) -> None:
-        self.path = directory / self.FILE
+        self.document = JsonDocument(directory / self.FILE, what="SCRAM credential")
         self._users: Users = MappingProxyType({})
         self._write_lock = threading.Lock()
 
@@ -48,16 +46,16 @@ class ScramStore:
     # ------------------------------------------------------------------ writing
 
     def load(self) -> None:
-        if not self.path.exists():
+        data = self.document.read()
+        if data is None:
             return
-        data = json.loads(self.path.read_text())
-        if data.get("version") != _FORMAT_VERSION:
-            raise ValueError(f"{self.path}: unknown format version {data.get('version')!r}")
         users: dict[str, dict[str, ScramCredential]] = {}
         for user, creds in data["users"].items():
             for mechanism, c in creds.items():
                 if mechanism not in MECHANISMS:
-                    raise ValueError(f"{self.path}: unknown mechanism {mechanism!r} for {user!r}")
+                    raise StoreError(
+                        f"{self.document.path}: unknown mechanism {mechanism!r} for {user!r}"
+                    )
                 users.setdefault(user, {})[mechanism] = ScramCredential(
                     mechanism,
                     _unb64(c["salt"]),
@@ -97,7 +95,6 @@ class ScramStore:
 
     def _save(self, users: Mapping[str, Mapping[str, ScramCredential]]) -> None:
         data: dict[str, Any] = {
-            "version": _FORMAT_VERSION,
             "users": {
                 user: {
                     m: {
@@ -111,7 +108,7 @@ class ScramStore:
                 for user, creds in sorted(users.items())
             },
         }
-        write_atomically(self.path, json.dumps(data, indent=1))
+        self.document.write(data)
 
 
 def _frozen(users: Mapping[str, Mapping[str, ScramCredential]]) -> Users:

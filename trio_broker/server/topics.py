@@ -8,30 +8,34 @@ Blocking file I/O: the broker calls the mutating methods from a worker thread.
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..apis.services import PartitionInfo, TopicInfo
+from .json_store import JsonDocument
 
 
 class TopicCatalog:
     FILE = "topics.json"
 
     def __init__(self, directory: Path, broker_id: int) -> None:
-        self.path = directory / self.FILE
+        self.document = JsonDocument(directory / self.FILE, what="topic catalog")
         self.broker_id = broker_id
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._lock = threading.Lock()
 
     def load(self) -> None:
-        if not self.path.exists():
+        data = self.document.read()
+        if data is None:
             return
-        data = json.loads(self.path.read_text())
+        with self.document.parsing():
+            self._load(data)
+
+    def _load(self, data: dict[str, Any]) -> None:
         for name, entry in data.get("topics", {}).items():
             self._put(
                 self._info(
@@ -115,20 +119,4 @@ class TopicCatalog:
                 for t in self._topics.values()
             }
         }
-        write_atomically(self.path, json.dumps(data, indent=1, sort_keys=True))
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old or the new file, whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        self.document.write(data)
