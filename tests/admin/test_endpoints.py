@@ -157,13 +157,13 @@ def test_resize_io_pool(admin_broker: BrokerThread, http: httpx.Client) -> None:
     assert r.json() == {**pools(http), "io": r.json()["io"]}
     assert pools(http)["io"]["size"] == 2
     assert admin_broker.call(lambda: broker.data_pool.size) == 2
-    assert admin_broker.call(lambda: broker.io_limiter.total_tokens) == 2
+    assert admin_broker.call(lambda: broker.io_pool.size) == 2
     cfg = config(http)
     assert cfg["config"]["num.io.threads"] == "2"
     assert cfg["dynamic_settings"] == {"num.io.threads": "2"}
     r = http.put("/v1/pools/io", json={"size": 256})
     assert r.status_code == 200 and r.json()["io"]["size"] == 256
-    assert admin_broker.call(lambda: broker.io_limiter.total_tokens) == 256
+    assert admin_broker.call(lambda: broker.io_pool.size) == 256
 
 
 def test_resize_network_pool(admin_broker: BrokerThread, http: httpx.Client) -> None:
@@ -467,7 +467,7 @@ def test_applying_pool_keys_resizes_the_pools(
     assert now["io"]["size"] == 6
     assert now["network"]["PLAINTEXT"]["size"] == 3
     assert now["network"]["CONTROLLER"]["size"] == 1  # the control plane keeps one
-    assert admin_broker.call(lambda: broker.io_limiter.total_tokens) == 6
+    assert admin_broker.call(lambda: broker.io_pool.size) == 6
     assert admin_broker.call(lambda: broker.config["max.connections"]) == 100
 
     # null reverts a run-time change to the static value

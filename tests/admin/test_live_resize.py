@@ -169,7 +169,7 @@ def test_live_resize_under_traffic_drops_nothing(tmp_path: Path) -> None:
                 assert shown["io"]["size"] == io
                 assert shown["network"]["PLAINTEXT"]["size"] == network
                 assert shown["network"]["CONTROLLER"]["size"] == 1
-                assert b.call(lambda: broker.io_limiter.total_tokens) == io
+                assert b.call(lambda: broker.io_pool.size) == io
                 processors = set(b.call(lambda: [p.id for p in plaintext.processors]))
                 assert len(processors) == network
 

@@ -14,6 +14,7 @@ from trio_broker.records.builder import Record, build_batch
 from trio_broker.records.header import TimestampType
 from trio_broker.records.reader import iter_batches, iter_records
 
+from ..support.brokers import settled
 from ..support.wire import AsyncWireClient
 
 TopicData = ProduceRequest.TopicProduceData
@@ -173,7 +174,7 @@ async def test_a_parked_fetch_completes_when_data_arrives(run_broker) -> None:  
     producer = await AsyncWireClient.connect(address(broker))
     await make_topic(producer, "t")
     await consumer.send(fetch_req("t", 0, wait=30_000), 11)
-    await trio.testing.wait_all_tasks_blocked()
+    await settled(broker)
     assert broker.fetch_purgatory.size == 1
     await producer.request(produce_req("t", batch(b"wake")), 8)
     _, resp = await consumer.receive()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
 
 from trio_broker.apis.table import API_TABLE, ApiTable
 from trio_broker.server.broker import Broker
@@ -177,3 +178,14 @@ class BrokerProcess:
         assert self.proc is not None
         self.proc.kill()
         self.proc.wait(30)
+
+
+async def settled(broker: Broker) -> None:
+    """Wait until the broker has nothing left to do: every task blocked and no storage
+    job on (or waiting for) an io thread. ``trio.testing.wait_all_tasks_blocked`` alone
+    returns while a request's storage job runs on a thread, since its task is blocked."""
+    while True:
+        await trio.testing.wait_all_tasks_blocked()
+        if broker.io_pool.busy == 0 and broker.io_pool.waiting == 0:
+            return
+        await trio.sleep(0.001)  # a thread's job is not a Trio task: look again shortly

@@ -20,15 +20,20 @@ PartitionResult: Any = item_type(TopicResult, "partitions")
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
+    may = [allowed(ctx, Op.DELETE, TOPIC, t.name) for t in req.topics]
+    todo = [
+        (t.name, p.partition_index, p.offset)
+        for t, ok in zip(req.topics, may, strict=True)
+        if ok
+        for p in t.partitions
+    ]
+    done = iter(await ctx.broker.delete_records_many(todo) if todo else [])
     topics = []
-    for t in req.topics:
+    for t, ok in zip(req.topics, may, strict=True):
         partitions = []
-        may_delete = allowed(ctx, Op.DELETE, TOPIC, t.name)
         for p in t.partitions:
-            if may_delete:
-                error, low_watermark = await ctx.broker.delete_records(
-                    t.name, p.partition_index, p.offset
-                )
+            if ok:
+                error, low_watermark = next(done)
             else:
                 error, low_watermark = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
             partitions.append(

@@ -81,27 +81,24 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     max_bytes = req.max_bytes
 
     async def read_all() -> list[ReadResult]:
-        remaining = max_bytes
+        readable = [
+            (w.topic, w.partition, w.fetch_offset, w.max_bytes)
+            for w in wanted
+            if w.topic is not None and not w.denied
+        ]
+        read = iter(
+            await broker.read_many(readable, max_bytes, committed_only=committed)
+            if readable
+            else []
+        )
         results = []
-        got_data = False
         for w in wanted:
             if w.topic is None:
                 results.append(ReadResult(ErrorCode.UNKNOWN_TOPIC_ID))
-                continue
-            if w.denied:
+            elif w.denied:
                 results.append(ReadResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-                continue
-            result = await broker.read(
-                w.topic,
-                w.partition,
-                w.fetch_offset,
-                max(0, min(w.max_bytes, remaining)),
-                min_one=not got_data,
-                committed_only=committed,
-            )
-            remaining -= result.size
-            got_data = got_data or result.size > 0
-            results.append(result)
+            else:
+                results.append(next(read))
         return results
 
     def respond(results: list[ReadResult]) -> Any:

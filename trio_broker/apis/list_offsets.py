@@ -28,15 +28,20 @@ EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     committed = ctx.api_version >= 2 and req.isolation_level == 1
+    may = [allowed(ctx, Op.DESCRIBE, TOPIC, t.name) for t in req.topics]
+    todo = [
+        (t.name, p.partition_index, p.timestamp)
+        for t, ok in zip(req.topics, may, strict=True)
+        if ok
+        for p in t.partitions
+    ]
+    found = iter(await ctx.broker.list_offsets_many(todo, committed_only=committed) if todo else [])
     topics = []
-    for t in req.topics:
+    for t, ok in zip(req.topics, may, strict=True):
         partitions = []
-        may_describe = allowed(ctx, Op.DESCRIBE, TOPIC, t.name)
         for p in t.partitions:
-            if may_describe:
-                error, offset, timestamp, epoch = await ctx.broker.list_offset(
-                    t.name, p.partition_index, p.timestamp, committed_only=committed
-                )
+            if ok:
+                error, offset, timestamp, epoch = next(found)
             else:
                 error, offset, timestamp, epoch = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1
             partitions.append(

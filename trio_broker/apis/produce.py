@@ -28,27 +28,42 @@ BatchError: Any = item_type(PartitionResponse, "record_errors")
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
     acks = req.acks
-    failed = False
-    topics = []
+    # Every partition's answer, in the request's order; the ones that may be appended
+    # go to the broker together (one storage job for the whole request).
+    answers: list[list[WriteResult | None]] = []
+    todo: list[tuple[str, int, Any]] = []
     for topic in req.topic_data:
-        partitions = []
         may_write = allowed(ctx, Op.WRITE, TOPIC, topic.name)
+        row: list[WriteResult | None] = []
         for data in topic.partition_data:
             if not may_write:
-                result = WriteResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                row.append(WriteResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif acks not in (-1, 0, 1):
-                result = WriteResult(
-                    ErrorCode.INVALID_REQUIRED_ACKS, error_message=f"acks={acks} is not -1, 0 or 1"
+                row.append(
+                    WriteResult(
+                        ErrorCode.INVALID_REQUIRED_ACKS,
+                        error_message=f"acks={acks} is not -1, 0 or 1",
+                    )
                 )
             elif req.transactional_id is not None:
-                result = WriteResult(
-                    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                    error_message="transactions are not supported by this broker",
+                row.append(
+                    WriteResult(
+                        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        error_message="transactions are not supported by this broker",
+                    )
                 )
             else:
-                result = await broker.produce(topic.name, data.index, data.records, acks)
+                row.append(None)
+                todo.append((topic.name, data.index, data.records))
+        answers.append(row)
+    written = iter(await ctx.broker.produce_many(todo, acks) if todo else [])
+    failed = False
+    topics = []
+    for topic, row in zip(req.topic_data, answers, strict=True):
+        partitions = []
+        for data, answer in zip(topic.partition_data, row, strict=True):
+            result = answer if answer is not None else next(written)
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(
                 PartitionResponse(

@@ -173,33 +173,36 @@ class BrokerView(Protocol):
 
     # -- the data path
 
-    async def produce(
-        self, topic: str, partition: int, records: memoryview | None, acks: int
-    ) -> WriteResult: ...
+    # Each call is one request's storage work: the broker runs it as one job on an io
+    # thread, answers in the items' order, one answer per item.
 
-    async def read(
-        self,
-        topic: str,
-        partition: int,
-        fetch_offset: int,
-        max_bytes: int,
-        *,
-        min_one: bool,
-        committed_only: bool,
-    ) -> ReadResult: ...
+    async def produce_many(
+        self, items: Sequence[tuple[str, int, memoryview | None]], acks: int
+    ) -> list[WriteResult]:
+        """Append each (topic, partition, records)."""
+        ...
+
+    async def read_many(
+        self, items: Sequence[tuple[str, int, int, int]], max_bytes: int, *, committed_only: bool
+    ) -> list[ReadResult]:
+        """Read each (topic, partition, fetch offset, partition max bytes), ``max_bytes`` in
+        all; the first batch found comes back even if larger (KIP-74)."""
+        ...
 
     def log_size(self, topic: str, partition: int) -> int:
         """The partition's size in bytes, -1 if it has no log (cheap: for parked fetches)."""
         ...
 
-    async def list_offset(
-        self, topic: str, partition: int, timestamp: int, *, committed_only: bool
-    ) -> tuple[int, int, int, int]:
-        """(error, offset, timestamp, leader epoch) for ListOffsets."""
+    async def list_offsets_many(
+        self, items: Sequence[tuple[str, int, int]], *, committed_only: bool
+    ) -> list[tuple[int, int, int, int]]:
+        """(error, offset, timestamp, leader epoch) for each (topic, partition, timestamp)."""
         ...
 
-    async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
-        """(error, low watermark) for DeleteRecords."""
+    async def delete_records_many(
+        self, items: Sequence[tuple[str, int, int]]
+    ) -> list[tuple[int, int]]:
+        """(error, low watermark) for each (topic, partition, offset)."""
         ...
 
     async def new_producer_id(self) -> int: ...

@@ -243,29 +243,6 @@ class PartitionLog:
         with self._lock:
             return self._append_locked(records, leader_epoch, now_ms)
 
-    def try_append_quick(
-        self, records: ValidatedRecords, *, leader_epoch: int, now_ms: int
-    ) -> AppendInfo | None:
-        """``append`` if it can be done at once without blocking: the log is not locked by
-        another thread, and this append neither rolls a segment nor fsyncs (both wait for
-        the disk). Otherwise nothing happens and the caller appends from a worker thread.
-        """
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            self._check_usable()
-            config = self._config
-            active = self._segments[-1]
-            log_end = active.next_offset
-            if self._unflushed + records.record_count >= config.flush_interval_messages:
-                return None
-            last = log_end + records.record_count - 1
-            if active.should_roll(config, records.size, last, now_ms):
-                return None
-            return self._append_locked(records, leader_epoch, now_ms)
-        finally:
-            self._lock.release()
-
     def _append_locked(
         self, records: ValidatedRecords, leader_epoch: int, now_ms: int
     ) -> AppendInfo:

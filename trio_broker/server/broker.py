@@ -57,6 +57,7 @@ from .configdef import ConfigEntry
 from .delayed import DelayedResponse
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
+from .io_pool import IoPool
 from .listener_security import listener_security
 from .metrics import BrokerMetrics
 from .producer_ids import ProducerIdManager
@@ -146,7 +147,7 @@ class Broker:
                 self.request_handler.handle,
                 1,
             )
-        self.io_limiter = trio.CapacityLimiter(config["num.io.threads"])
+        self.io_pool = IoPool(config["num.io.threads"])
         self.fetch_purgatory = Purgatory("fetch")
         self.purgatories: dict[str, Purgatory] = {
             "fetch": self.fetch_purgatory,
@@ -167,7 +168,7 @@ class Broker:
         if pool.bounded:
             self.metrics.set_memory_pool(lambda: (pool.available, pool.used))
         self.replica_manager = ReplicaManager(
-            config, self.io_limiter, self.fetch_purgatory, self.cluster, self.metrics
+            config, self.io_pool, self.fetch_purgatory, self.cluster, self.metrics
         )
         # Parked JoinGroup / SyncGroup requests wait here for the group coordinator.
         self.purgatories["rebalance"] = Purgatory("rebalance")
@@ -318,7 +319,7 @@ class Broker:
         if "num.io.threads" in changed:
             io = new["num.io.threads"]
             self.data_pool.resize(io)
-            self.io_limiter.total_tokens = io
+            self.io_pool.resize(io)
         if "num.network.threads" in changed:
             for name, lr in self.socket_server.listeners.items():
                 if lr.plane == "data":
@@ -517,39 +518,23 @@ class Broker:
 
     # data path: see ReplicaManager
 
-    async def produce(
-        self, topic: str, partition: int, records: memoryview | None, acks: int
-    ) -> WriteResult:
-        return await self.replica_manager.produce(topic, partition, records, acks)
+    async def produce_many(
+        self, items: Sequence[tuple[str, int, memoryview | None]], acks: int
+    ) -> list[WriteResult]:
+        return await self.replica_manager.produce_many(items, acks)
 
-    async def read(
-        self,
-        topic: str,
-        partition: int,
-        fetch_offset: int,
-        max_bytes: int,
-        *,
-        min_one: bool,
-        committed_only: bool,
-    ) -> ReadResult:
-        return await self.replica_manager.read(
-            topic,
-            partition,
-            fetch_offset,
-            max_bytes,
-            min_one=min_one,
-            committed_only=committed_only,
-        )
+    async def read_many(
+        self, items: Sequence[tuple[str, int, int, int]], max_bytes: int, *, committed_only: bool
+    ) -> list[ReadResult]:
+        return await self.replica_manager.read_many(items, max_bytes, committed_only=committed_only)
 
     def log_size(self, topic: str, partition: int) -> int:
         return self.replica_manager.log_size(topic, partition)
 
-    async def list_offset(
-        self, topic: str, partition: int, timestamp: int, *, committed_only: bool
-    ) -> tuple[int, int, int, int]:
-        return await self.replica_manager.list_offset(
-            topic, partition, timestamp, committed_only=committed_only
-        )
+    async def list_offsets_many(
+        self, items: Sequence[tuple[str, int, int]], *, committed_only: bool
+    ) -> list[tuple[int, int, int, int]]:
+        return await self.replica_manager.list_offsets_many(items, committed_only=committed_only)
 
     # client quotas: see QuotaStore (the admin API shares it)
 
@@ -703,8 +688,10 @@ class Broker:
             return await trio.to_thread.run_sync(self.producer_ids.next_id)
         return self.producer_ids.next_id()
 
-    async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
-        return await self.replica_manager.delete_records(topic, partition, offset)
+    async def delete_records_many(
+        self, items: Sequence[tuple[str, int, int]]
+    ) -> list[tuple[int, int]]:
+        return await self.replica_manager.delete_records_many(items)
 
     def defer(
         self,

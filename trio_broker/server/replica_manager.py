@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import trio
@@ -24,13 +24,17 @@ from ..apis.services import ReadResult, TopicInfo, WriteResult
 from ..log.config import LogConfig
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
+from ..log.page_cache import make_resident
 from ..log.partition_log import PartitionLog
 from ..log.producer_state import ProducerStateError
+from ..log.results import AppendInfo, ReadInfo
+from ..log.storage_hook import before_storage_operation
 from ..protocol.errors import ErrorCode
 from ..records.errors import RecordsError
 from ..records.validation import validate_batches
 from .cluster_state import ClusterState
 from .config import BrokerConfig
+from .io_pool import IoPool
 from .purgatory import Purgatory
 from .topic_config import effective_topic_config
 
@@ -38,7 +42,10 @@ log = logging.getLogger("trio_broker.server")
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 _NO_FLUSH_MS = 2**63 - 1
-QUICK_APPEND_BYTES = 64 * 1024
+
+ProduceItem = tuple[str, int, memoryview | None]  # topic, partition, records
+ReadItem = tuple[str, int, int, int]  # topic, partition, fetch offset, partition max bytes
+OffsetAnswer = tuple[int, int, int, int]  # error, offset, timestamp, leader epoch
 
 
 def now_ms() -> int:
@@ -67,14 +74,14 @@ class ReplicaManager:
     def __init__(
         self,
         config: BrokerConfig,
-        io_limiter: trio.CapacityLimiter,
+        io: IoPool,
         fetch_purgatory: Purgatory,
         cluster: ClusterState,
         metrics: Any = None,
     ) -> None:
         self.config = config
         self.cluster = cluster
-        self.io_limiter = io_limiter
+        self.io = io
         self.fetch_purgatory = fetch_purgatory
         self.metrics = metrics
         self.logs: LogManager | None = None
@@ -151,54 +158,61 @@ class ReplicaManager:
         return self.logs.get(topic, partition) if self.logs is not None else None
 
     # ------------------------------------------------------------- data path
+    #
+    # Each request's storage work is one job on the io pool: the checks that read only
+    # the broker's state run on the event loop, then every partition's append, read,
+    # lookup or deletion runs in one call on an io thread, then the results are counted
+    # and parked fetches told, on the loop again. One thread hop per request.
 
-    async def produce(
-        self, topic: str, partition: int, records: memoryview | None, acks: int
-    ) -> WriteResult:
-        plog = self.partition(topic, partition)
-        metrics = self.metrics
-        if plog is None:
-            return self._failed(
-                topic,
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                f"this broker has no partition {partition} of topic {topic!r}",
-            )
-        if not self.cluster.leads(topic, partition):
-            return self._failed(
-                topic, ErrorCode.NOT_LEADER_OR_FOLLOWER, self._not_leader(topic, partition)
-            )
-        if records is None or len(records) == 0:
-            return self._failed(topic, ErrorCode.CORRUPT_MESSAGE, "the request has no records")
-        if acks == -1 and self._min_insync.get(topic, 1) > 1:
-            return self._failed(
-                topic,
-                ErrorCode.NOT_ENOUGH_REPLICAS,
-                f"min.insync.replicas={self._min_insync[topic]} but this broker is the only "
-                "replica",
-            )
-        try:
-            validated = validate_batches(records, max_batch_bytes=plog.config.max_message_bytes)
-        except RecordsError as exc:
-            return self._failed(topic, exc.error_code, str(exc))
-        epoch = self.cluster.leader_epoch(topic, partition)
-        try:
-            # A small append that neither fsyncs nor rolls is a write() to the page cache:
-            # cheaper on the event loop than a round trip to a worker thread.
-            info = None
-            if validated.size <= QUICK_APPEND_BYTES:
-                info = plog.try_append_quick(validated, leader_epoch=epoch, now_ms=now_ms())
-            if info is None:
-                info = await trio.to_thread.run_sync(
-                    lambda: plog.append(validated, leader_epoch=epoch, now_ms=now_ms()),
-                    limiter=self.io_limiter,
+    async def produce_many(self, items: Sequence[ProduceItem], acks: int) -> list[WriteResult]:
+        """Append each item's batches (validated by header and CRC on the io thread)."""
+        results: list[WriteResult | None] = [None] * len(items)
+        jobs: list[tuple[int, PartitionLog, memoryview, int]] = []
+        for i, (topic, partition, records) in enumerate(items):
+            plog = self.partition(topic, partition)
+            if plog is None:
+                results[i] = self._failed(
+                    topic,
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"this broker has no partition {partition} of topic {topic!r}",
                 )
-        except ProducerStateError as exc:
-            return self._failed(topic, exc.error_code, str(exc))
-        except LogStorageError as exc:
-            self._storage_failed(topic, partition, exc)
-            return self._failed(topic, ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
-        except LogError as exc:  # the log was closed or deleted meanwhile
-            return self._failed(topic, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(exc))
+            elif not self.cluster.leads(topic, partition):
+                results[i] = self._failed(
+                    topic, ErrorCode.NOT_LEADER_OR_FOLLOWER, self._not_leader(topic, partition)
+                )
+            elif records is None or len(records) == 0:
+                results[i] = self._failed(
+                    topic, ErrorCode.CORRUPT_MESSAGE, "the request has no records"
+                )
+            elif acks == -1 and self._min_insync.get(topic, 1) > 1:
+                results[i] = self._failed(
+                    topic,
+                    ErrorCode.NOT_ENOUGH_REPLICAS,
+                    f"min.insync.replicas={self._min_insync[topic]} but this broker is the "
+                    "only replica",
+                )
+            else:
+                jobs.append((i, plog, records, self.cluster.leader_epoch(topic, partition)))
+        if jobs:
+            outcomes = await self.io.run(lambda: [_append(plog, r, e) for _, plog, r, e in jobs])
+            for (i, _, _, _), outcome in zip(jobs, outcomes, strict=True):
+                topic, partition, _ = items[i]
+                results[i] = self._write_result(topic, partition, outcome)
+        return [r for r in results if r is not None]
+
+    def _write_result(
+        self, topic: str, partition: int, outcome: AppendInfo | Exception
+    ) -> WriteResult:
+        if isinstance(outcome, LogStorageError):
+            self._storage_failed(topic, partition, outcome)
+            return self._failed(topic, ErrorCode.KAFKA_STORAGE_ERROR, str(outcome))
+        if isinstance(outcome, (RecordsError, ProducerStateError)):
+            return self._failed(topic, outcome.error_code, str(outcome))
+        if isinstance(outcome, LogError):  # the log was closed or deleted meanwhile
+            return self._failed(topic, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(outcome))
+        if isinstance(outcome, Exception):
+            raise outcome
+        info = outcome
         if info.duplicate:  # a retry of a batch already stored: same answer as the first
             self.duplicate_batches += 1
             return WriteResult(
@@ -208,8 +222,8 @@ class ReplicaManager:
             )
         if self.storage_failing:
             self._storage_works(topic, partition)
-        if metrics is not None:
-            metrics.record_produce(topic, info.size_bytes, info.record_count)
+        if self.metrics is not None:
+            self.metrics.record_produce(topic, info.size_bytes, info.record_count)
         self.fetch_purgatory.check((topic, partition))
         return WriteResult(
             error_code=ErrorCode.NONE,
@@ -246,53 +260,65 @@ class ReplicaManager:
 
     async def append_internal(self, topic: str, partition: int, batch: bytes) -> WriteResult:
         """Append a batch the broker built itself (the group coordinator's records in
-        ``__consumer_offsets``): checked like a producer's, appended in a worker thread
+        ``__consumer_offsets``): checked like a producer's, appended on an io thread
         under the flush policy, parked fetches told. Not counted as produce traffic."""
         plog = self.partition(topic, partition)
         if plog is None:
             return WriteResult(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         epoch = self.cluster.leader_epoch(topic, partition)
-        try:
-            validated = validate_batches(
-                memoryview(batch), max_batch_bytes=plog.config.max_message_bytes
-            )
-            info = await trio.to_thread.run_sync(
-                lambda: plog.append(validated, leader_epoch=epoch, now_ms=now_ms()),
-                limiter=self.io_limiter,
-            )
-        except (RecordsError, LogError) as exc:
-            return WriteResult(error_code=exc.error_code, error_message=str(exc))
+        outcome = await self.io.run(lambda: _append(plog, memoryview(batch), epoch))
+        if isinstance(outcome, (RecordsError, LogError)):
+            return WriteResult(error_code=outcome.error_code, error_message=str(outcome))
+        if isinstance(outcome, Exception):
+            raise outcome
         self.fetch_purgatory.check((topic, partition))
-        return WriteResult(error_code=ErrorCode.NONE, base_offset=info.first_offset)
+        return WriteResult(error_code=ErrorCode.NONE, base_offset=outcome.first_offset)
 
     def _failed(self, topic: str, code: int, message: str) -> WriteResult:
         if self.metrics is not None:
             self.metrics.record_produce_failure(topic)
         return WriteResult(error_code=code, error_message=message)
 
-    async def read(
-        self,
-        topic: str,
-        partition: int,
-        fetch_offset: int,
-        max_bytes: int,
-        *,
-        min_one: bool,
-        committed_only: bool,
+    async def read_many(
+        self, items: Sequence[ReadItem], max_bytes: int, *, committed_only: bool
+    ) -> list[ReadResult]:
+        """Read each item (topic, partition, fetch offset, partition max bytes) in order
+        within ``max_bytes`` in all; the first batch found is returned even if larger.
+        The record data comes back resident in the page cache, as file regions."""
+        results: list[ReadResult | None] = [None] * len(items)
+        jobs: list[tuple[int, PartitionLog, int, int]] = []
+        for i, (topic, partition, offset, limit) in enumerate(items):
+            plog = self.partition(topic, partition)
+            if plog is None:
+                results[i] = ReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif not self.cluster.leads(topic, partition):
+                results[i] = ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            else:
+                jobs.append((i, plog, offset, limit))
+        if jobs:
+
+            def read_all() -> list[ReadInfo | Exception]:
+                out: list[ReadInfo | Exception] = []
+                remaining = max_bytes
+                got_data = False
+                for _, plog, offset, limit in jobs:
+                    outcome = _read(
+                        plog, offset, max(0, min(limit, remaining)), not got_data, committed_only
+                    )
+                    if isinstance(outcome, ReadInfo):
+                        remaining -= outcome.size_bytes
+                        got_data = got_data or outcome.size_bytes > 0
+                    out.append(outcome)
+                return out
+
+            for (i, plog, _, _), outcome in zip(jobs, await self.io.run(read_all), strict=True):
+                results[i] = self._read_result(items[i][0], items[i][1], plog, outcome)
+        return [r for r in results if r is not None]
+
+    def _read_result(
+        self, topic: str, partition: int, plog: PartitionLog, outcome: ReadInfo | Exception
     ) -> ReadResult:
-        plog = self.partition(topic, partition)
-        if plog is None:
-            return ReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if not self.cluster.leads(topic, partition):
-            return ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        try:
-            info = plog.read(
-                fetch_offset,
-                max_bytes,
-                min_one_batch=min_one,
-                max_offset=plog.last_stable_offset if committed_only else plog.high_watermark,
-            )
-        except OffsetOutOfRange:
+        if isinstance(outcome, OffsetOutOfRange):
             if self.metrics is not None:
                 self.metrics.record_fetch_failure(topic)
             return ReadResult(
@@ -301,11 +327,14 @@ class ReplicaManager:
                 last_stable_offset=plog.last_stable_offset,
                 log_start_offset=plog.log_start_offset,
             )
-        except LogStorageError as exc:
-            log.error("read of %s-%d failed: %s", topic, partition, exc)
+        if isinstance(outcome, LogStorageError):
+            log.error("read of %s-%d failed: %s", topic, partition, outcome)
             return ReadResult(ErrorCode.KAFKA_STORAGE_ERROR)
-        except LogError:
+        if isinstance(outcome, LogError):
             return ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if isinstance(outcome, Exception):
+            raise outcome
+        info = outcome
         if self.metrics is not None and info.size_bytes:
             self.metrics.record_fetch(topic, info.size_bytes)
         return ReadResult(
@@ -323,53 +352,71 @@ class ReplicaManager:
         plog = self.partition(topic, partition)
         return -1 if plog is None else plog.size_bytes
 
-    async def list_offset(
-        self, topic: str, partition: int, timestamp: int, *, committed_only: bool
-    ) -> tuple[int, int, int, int]:
-        """(error, offset, timestamp, leader epoch) for ListOffsets."""
-        plog = self.partition(topic, partition)
-        if plog is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1
-        if not self.cluster.leads(topic, partition):
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1
-        epoch = self.cluster.leader_epoch(topic, partition)
-        if timestamp == EARLIEST:
-            return ErrorCode.NONE, plog.log_start_offset, -1, epoch
-        if timestamp == LATEST:
-            end = plog.last_stable_offset if committed_only else plog.high_watermark
-            return ErrorCode.NONE, end, -1, epoch
-        try:
-            if timestamp == MAX_TIMESTAMP:
-                found = plog.max_timestamp_offset()
-            elif timestamp < 0:
-                return ErrorCode.INVALID_REQUEST, -1, -1, -1
+    async def list_offsets_many(
+        self, items: Sequence[tuple[str, int, int]], *, committed_only: bool
+    ) -> list[OffsetAnswer]:
+        """(error, offset, timestamp, leader epoch) for each (topic, partition, timestamp)
+        of a ListOffsets request; the log ends are read on the loop, lookups by time on
+        an io thread."""
+        results: list[OffsetAnswer | None] = [None] * len(items)
+        lookups: list[tuple[int, PartitionLog, int, int]] = []
+        for i, (topic, partition, timestamp) in enumerate(items):
+            plog = self.partition(topic, partition)
+            if plog is None:
+                results[i] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1)
+                continue
+            if not self.cluster.leads(topic, partition):
+                results[i] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1)
+                continue
+            epoch = self.cluster.leader_epoch(topic, partition)
+            if timestamp == EARLIEST:
+                results[i] = (ErrorCode.NONE, plog.log_start_offset, -1, epoch)
+            elif timestamp == LATEST:
+                end = plog.last_stable_offset if committed_only else plog.high_watermark
+                results[i] = (ErrorCode.NONE, end, -1, epoch)
+            elif timestamp < 0 and timestamp != MAX_TIMESTAMP:
+                results[i] = (ErrorCode.INVALID_REQUEST, -1, -1, -1)
             else:
-                found = plog.offset_for_timestamp(timestamp)
-        except LogStorageError:
-            return ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, -1
-        if found is None:
-            return ErrorCode.NONE, -1, -1, -1
-        offset, ts = found
-        return ErrorCode.NONE, offset, ts, epoch
+                lookups.append((i, plog, timestamp, epoch))
+        if lookups:
+            found = await self.io.run(lambda: [_lookup(plog, ts) for _, plog, ts, _ in lookups])
+            for (i, _, _, epoch), answer in zip(lookups, found, strict=True):
+                if answer is None:
+                    results[i] = (ErrorCode.NONE, -1, -1, -1)
+                elif isinstance(answer, int):
+                    results[i] = (answer, -1, -1, -1)
+                else:
+                    results[i] = (ErrorCode.NONE, answer[0], answer[1], epoch)
+        return [r for r in results if r is not None]
 
-    async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[int, int]:
-        """(error, low watermark) for DeleteRecords; offset -1 means the high watermark."""
-        plog = self.partition(topic, partition)
-        if plog is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
-        if not self.cluster.leads(topic, partition):
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
-        hw = plog.high_watermark
-        target = hw if offset == -1 else offset
-        if target < 0 or target > hw:
-            return ErrorCode.OFFSET_OUT_OF_RANGE, -1
-        try:
-            low = await trio.to_thread.run_sync(
-                plog.delete_records_before, target, limiter=self.io_limiter
-            )
-        except LogStorageError:
-            return ErrorCode.KAFKA_STORAGE_ERROR, -1
-        return ErrorCode.NONE, low
+    async def delete_records_many(
+        self, items: Sequence[tuple[str, int, int]]
+    ) -> list[tuple[int, int]]:
+        """(error, low watermark) for each (topic, partition, offset) of a DeleteRecords
+        request; offset -1 means the high watermark."""
+        results: list[tuple[int, int] | None] = [None] * len(items)
+        jobs: list[tuple[int, PartitionLog, int]] = []
+        for i, (topic, partition, offset) in enumerate(items):
+            plog = self.partition(topic, partition)
+            if plog is None:
+                results[i] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
+                continue
+            if not self.cluster.leads(topic, partition):
+                results[i] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+                continue
+            hw = plog.high_watermark
+            target = hw if offset == -1 else offset
+            if target < 0 or target > hw:
+                results[i] = (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
+            else:
+                jobs.append((i, plog, target))
+        if jobs:
+            lows = await self.io.run(lambda: [_delete_before(plog, t) for _, plog, t in jobs])
+            for (i, _, _), low in zip(jobs, lows, strict=True):
+                results[i] = (
+                    (ErrorCode.KAFKA_STORAGE_ERROR, -1) if low < 0 else (ErrorCode.NONE, low)
+                )
+        return [r for r in results if r is not None]
 
     # ------------------------------------------------------------- maintenance
 
@@ -389,7 +436,7 @@ class ReplicaManager:
         while True:
             await trio.sleep(interval_ms / 1000)
             try:
-                await trio.to_thread.run_sync(job, limiter=self.io_limiter)
+                await trio.to_thread.run_sync(job)
             except LogError as exc:
                 log.error("log maintenance failed: %s", exc)
 
@@ -406,3 +453,59 @@ class ReplicaManager:
         expiration = self.config["producer.id.expiration.ms"]
         for _, plog in self.logs.logs():
             plog.expire_producers(now, expiration)
+
+
+# ----------------------------------------------------------------- io-thread work
+# The blocking halves of the data path: each runs on an io thread, one partition at a
+# time, and hands its failure back as a value so one partition's error never costs the
+# others theirs.
+
+
+def _append(plog: PartitionLog, records: memoryview, epoch: int) -> AppendInfo | Exception:
+    before_storage_operation()
+    try:
+        validated = validate_batches(records, max_batch_bytes=plog.config.max_message_bytes)
+        return plog.append(validated, leader_epoch=epoch, now_ms=now_ms())
+    except (RecordsError, ProducerStateError, LogError) as exc:
+        return exc
+
+
+def _read(
+    plog: PartitionLog, offset: int, max_bytes: int, min_one: bool, committed_only: bool
+) -> ReadInfo | Exception:
+    before_storage_operation()
+    try:
+        info = plog.read(
+            offset,
+            max_bytes,
+            min_one_batch=min_one,
+            max_offset=plog.last_stable_offset if committed_only else plog.high_watermark,
+        )
+    except LogError as exc:
+        return exc
+    try:
+        make_resident(info.regions)
+    except OSError as exc:
+        info.release()
+        return LogStorageError(f"{plog.directory.name}: read failed: {exc}")
+    return info
+
+
+def _lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int] | int | None:
+    """(offset, timestamp) found, None for none, or an error code."""
+    before_storage_operation()
+    try:
+        if timestamp == MAX_TIMESTAMP:
+            return plog.max_timestamp_offset()
+        return plog.offset_for_timestamp(timestamp)
+    except LogStorageError:
+        return int(ErrorCode.KAFKA_STORAGE_ERROR)
+
+
+def _delete_before(plog: PartitionLog, offset: int) -> int:
+    """The new log start offset, or -1 if the disk failed."""
+    before_storage_operation()
+    try:
+        return plog.delete_records_before(offset)
+    except LogStorageError:
+        return -1
