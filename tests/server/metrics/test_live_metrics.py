@@ -143,13 +143,13 @@ async def test_snapshot_and_prometheus_carry_every_figure(run_broker) -> None:  
     await client.aclose()
 
 
-async def test_a_held_handler_fills_the_queue_and_drains_the_idle_ratio(run_broker) -> None:  # type: ignore[no-untyped-def]
+async def test_a_held_handler_fills_the_queue_and_drains_the_handler_idle_ratio(run_broker) -> None:  # type: ignore[no-untyped-def]
     gate = Gate()
     broker = await run_broker(
         {"num.io.threads": "1", "metrics.window.seconds": "1"}, gated_table(METADATA, gate)
     )
     clients = [await AsyncWireClient.connect(addr(broker)) for _ in range(4)]
-    before = broker.metrics_snapshot()["pools"]["io"]["idle_ratio"]
+    before = broker.metrics_snapshot()["pools"]["io"]["handler_idle_ratio"]
     held_at = trio.current_time()
     for c in clients:
         await c.send(MetadataRequest(topics=[]), 9)
@@ -161,7 +161,7 @@ async def test_a_held_handler_fills_the_queue_and_drains_the_idle_ratio(run_brok
     assert s["connections"]["muted"] == 4
     # Time must pass for an idle ratio to move: poll until the held handler dominates.
     with trio.fail_after(5):
-        while (idle := broker.metrics_snapshot()["pools"]["io"]["idle_ratio"]) > 0.2:
+        while (idle := broker.metrics_snapshot()["pools"]["io"]["handler_idle_ratio"]) > 0.2:
             await trio.sleep(0.05)
     assert idle < before
     held_ms = (trio.current_time() - held_at) * 1000
@@ -178,7 +178,7 @@ async def test_a_held_handler_fills_the_queue_and_drains_the_idle_ratio(run_brok
     assert queued["p50"] >= 0.8 * held_ms and queued["max"] >= 0.8 * held_ms
     assert meta["local_time_ms"]["max"] >= 0.8 * held_ms
     assert s["request_queue"]["data"]["size"] == 0
-    assert 0 <= s["pools"]["io"]["idle_ratio"] <= 0.3
+    assert 0 <= s["pools"]["io"]["handler_idle_ratio"] <= 0.3
 
 
 async def test_a_request_whose_connection_closes_counts_as_an_error(run_broker) -> None:  # type: ignore[no-untyped-def]

@@ -1,7 +1,8 @@
 """The broker's metrics: one object that records, samples and reports every figure.
 
 Owns: ``BrokerMetrics``. It holds the request metrics, the topic metrics, the log-flush
-histogram and one idle-ratio sampler per handler pool and per listener; it hooks its
+histogram, the event loop's monitor (busy ratio, stalls), the io pool's thread sampler and
+storage-job histograms, and one idle-ratio sampler per handler pool and per listener; it hooks its
 observers into the request path (``SocketServer.request_observers`` and
 ``RequestHandler.response_observers``) when ``metrics.enabled`` is true; it runs the sampler task
 (``run``, one sample per window slot, ended by ``stop``); and it reports
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .pools import HandlerSampler, ProcessorSampler
+from .event_loop import EventLoopMonitor
+from .pools import HandlerSampler, IoSampler, ProcessorSampler
 from .prometheus import prometheus_text, registry_for
 from .requests import RequestMetrics
 from .snapshot import build_snapshot
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from ...network.socket_server import SocketServer
     from ..broker import Broker
     from ..handler_pool import HandlerPool
+    from ..io_pool import IoPool
     from ..purgatory import Purgatory
     from ..request_handler import RequestHandler
 
@@ -54,6 +57,7 @@ class BrokerMetrics:
         socket_server: SocketServer,
         handler_pools: Mapping[str, tuple[str, HandlerPool]],
         request_handler: RequestHandler | None = None,
+        io_pool: IoPool | None = None,
         purgatories: Callable[[], Mapping[str, Purgatory]] = dict,
         started_ns: int | None = None,
         memory_pool_capacity: int = -1,
@@ -71,6 +75,13 @@ class BrokerMetrics:
         self.requests = RequestMetrics(self.window)
         self.topics = TopicMetrics()
         self.log_flush = WindowedHistogram(self.window)
+        self.event_loop = EventLoopMonitor(self.window, clock)
+        self.io_pool = io_pool
+        self.io_sampler = IoSampler(self.window, io_pool) if io_pool is not None else None
+        self.storage_queue_time = WindowedHistogram(self.window)  # us waiting for a thread
+        self.storage_time = WindowedHistogram(self.window)  # us on the thread
+        if io_pool is not None:
+            io_pool.observers.append(self.record_storage_job)
         self.memory_pool_capacity = memory_pool_capacity
         self._memory_probe: MemoryPoolProbe | None = None
         self._authorization_probe: AuthorizationProbe | None = None
@@ -103,6 +114,7 @@ class BrokerMetrics:
             socket_server=broker.socket_server,
             handler_pools=pools,
             request_handler=broker.request_handler,
+            io_pool=broker.io_pool,
             purgatories=lambda: getattr(broker, "purgatories", {}),
             started_ns=broker.started_ns,
             memory_pool_capacity=config["queued.max.request.bytes"],
@@ -111,14 +123,19 @@ class BrokerMetrics:
     # ------------------------------------------------------------ sampler task
 
     async def run(self) -> None:
-        """Sample the pools' busy times at every slot boundary until ``stop``."""
+        """Watch the event loop and sample the pools' busy times at every slot boundary
+        until ``stop``."""
         window = self.window
-        with self._scope:
-            while True:
-                now = window.clock()
-                next_boundary = (now // window.slot_ns + 1) * window.slot_ns
-                await trio.sleep((next_boundary - now) / 1e9)
-                self.sample()
+        trio.lowlevel.add_instrument(self.event_loop)
+        try:
+            with self._scope:
+                while True:
+                    now = window.clock()
+                    next_boundary = (now // window.slot_ns + 1) * window.slot_ns
+                    await trio.sleep((next_boundary - now) / 1e9)
+                    self.sample()
+        finally:
+            trio.lowlevel.remove_instrument(self.event_loop)
 
     def sample(self, now_ns: int | None = None) -> None:
         now = self.window.clock() if now_ns is None else now_ns
@@ -126,6 +143,9 @@ class BrokerMetrics:
             h.sample(now)
         for p in self.processor_samplers.values():
             p.sample(now)
+        if self.io_sampler is not None:
+            self.io_sampler.sample(now)
+        self.event_loop.sample(now)
 
     def stop(self) -> None:
         self._scope.cancel()
@@ -159,6 +179,13 @@ class BrokerMetrics:
         if self.enabled:
             now = self.window.clock()
             self.log_flush.record(int(ms * 1000), now // self.window.slot_ns)
+
+    def record_storage_job(self, wait_ms: float, work_ms: float) -> None:
+        """One io-pool job waited ``wait_ms`` for a thread and ran ``work_ms`` on it."""
+        if self.enabled:
+            epoch = self.window.clock() // self.window.slot_ns
+            self.storage_queue_time.record(int(wait_ms * 1000), epoch)
+            self.storage_time.record(int(work_ms * 1000), epoch)
 
     def set_memory_pool(self, probe: MemoryPoolProbe | None) -> None:
         """Where MemoryPoolAvailable / MemoryPoolUsed come from (None: no pool)."""

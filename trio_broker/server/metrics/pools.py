@@ -170,3 +170,31 @@ class ProcessorSampler(BusySampler):
     def busy_of(self, unit: Any, now_ns: int) -> int:
         busy: int = unit.busy_ns
         return busy
+
+
+class IoSampler:
+    """The io pool's threads (``server.io_pool.IoPool``): idle is the share of the thread
+    capacity the pool offered in the window (its size integrated over time, so resizes
+    count as they happened) that no storage job used."""
+
+    def __init__(self, window: Window, pool: Any) -> None:
+        self.window = window
+        self.pool = pool
+        self._samples: deque[tuple[int, int, int]] = deque(maxlen=window.slots + 2)
+        self.sample(window.clock())
+
+    def sample(self, now_ns: int) -> None:
+        self._samples.append((now_ns, self.pool.busy_ns(now_ns), self.pool.capacity_ns(now_ns)))
+
+    def idle(self, now_ns: int | None = None) -> float:
+        now = self.window.clock() if now_ns is None else now_ns
+        _, busy0, cap0 = self._samples[-1]
+        for t, busy, cap in self._samples:
+            if t >= now - self.window.span_ns:
+                busy0, cap0 = busy, cap
+                break
+        capacity = self.pool.capacity_ns(now) - cap0
+        if capacity <= 0:
+            return 1.0
+        busy_ns = self.pool.busy_ns(now) - busy0
+        return min(1.0, max(0.0, 1.0 - busy_ns / capacity))

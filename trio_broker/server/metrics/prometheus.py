@@ -282,6 +282,10 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
     flush = _summary("kafka_log_flush_time_ms", "Log flush time, ms (LogFlushRateAndTimeMs)")
     _add_distribution(flush, {}, s["log"]["flush_time_ms"])
     yield flush
+    yield from _event_loop(s["event_loop"])
+    io = s["pools"].get("io", {})
+    if "storage_threads" in io:
+        yield from _io_threads(io)
     auth = s["authorization"]
     yield GaugeMetricFamily("kafka_server_acls", "ACL bindings stored", value=auth["acls"])
     denied = CounterMetricFamily(
@@ -293,6 +297,58 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
         for operation, count in by_op.items():
             denied.add_metric([resource_type, operation], count)
     yield denied
+
+
+def _event_loop(loop: dict[str, Any]) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "trio_broker_event_loop_busy_ratio",
+        "Share of wall time the event loop ran tasks instead of waiting for I/O, over the "
+        "window (1: CPU-bound, one CPU)",
+        value=loop["busy_ratio"],
+    )
+    yield GaugeMetricFamily(
+        "trio_broker_event_loop_last_second_busy_ratio",
+        "The event loop's busy ratio over the last second",
+        value=loop["last_second"]["busy_ratio"],
+    )
+    stall = _summary(
+        "trio_broker_event_loop_stall_ms",
+        "Time the event loop ran without looking at its sockets (one scheduler run), ms",
+    )
+    _add_distribution(stall, {}, loop["stall_ms"])
+    yield stall
+    for key in ("stall_p99_ms", "stall_max_ms"):
+        yield GaugeMetricFamily(
+            f"trio_broker_event_loop_last_second_{key}",
+            f"Event loop stall over the last second, {key[6:9]}, ms",
+            value=loop["last_second"][key],
+        )
+
+
+def _io_threads(io: dict[str, Any]) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "trio_broker_io_threads", "Storage worker threads (num.io.threads)", value=io["size"]
+    )
+    yield GaugeMetricFamily(
+        "trio_broker_io_storage_busy", "Storage jobs on an io thread now", value=io["storage_busy"]
+    )
+    yield GaugeMetricFamily(
+        "trio_broker_io_storage_waiting",
+        "Storage jobs waiting for an io thread now",
+        value=io["storage_waiting"],
+    )
+    yield GaugeMetricFamily(
+        "trio_broker_io_storage_idle_ratio",
+        "Share of the io threads' time not spent on storage work, over the window",
+        value=io["storage_idle_ratio"],
+    )
+    for key, doc in (
+        ("storage_queue_time_ms", "Time a request's storage job waited for an io thread, ms"),
+        ("storage_time_ms", "Time a request's storage job ran on an io thread, ms"),
+    ):
+        metric = _summary(f"trio_broker_io_{key}", doc)
+        _add_distribution(metric, {}, io[key])
+        yield metric
 
 
 def registry_for(figures: Figures) -> CollectorRegistry:

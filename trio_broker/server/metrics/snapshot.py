@@ -78,6 +78,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         },
         "memory_pool": metrics.memory_pool(),
         "log": {"flush_time_ms": metrics.log_flush.read(epoch).scaled(_US_TO_MS)},
+        "event_loop": metrics.event_loop.figures(now),
         "authorization": metrics.authorization(),
     }
 
@@ -120,6 +121,8 @@ def _pools(metrics: BrokerMetrics, now: int, epoch: int) -> dict[str, Any]:
                 for request, used_ns in sorted(usage.get(plane, {}).items())
             },
         }
+        if name == "io" and metrics.io_sampler is not None:
+            pools[name].update(_io_threads(metrics, now, epoch, figures.idle_ratio))
     network: dict[str, Any] = {}
     for name, processors in metrics.processor_samplers.items():
         lr = processors.listener
@@ -140,6 +143,26 @@ def _pools(metrics: BrokerMetrics, now: int, epoch: int) -> dict[str, Any]:
         }
     pools["network"] = network
     return pools
+
+
+def _io_threads(
+    metrics: BrokerMetrics, now: int, epoch: int, handler_idle: float
+) -> dict[str, Any]:
+    """The io pool's worker threads: its idle ratio is theirs (time not spent on storage
+    work), the handler tasks' own ratio stays beside it as ``handler_idle_ratio``."""
+    io = metrics.io_pool
+    assert io is not None and metrics.io_sampler is not None
+    idle = metrics.io_sampler.idle(now)
+    return {
+        "idle_ratio": idle,
+        "handler_idle_ratio": handler_idle,
+        "storage_threads": io.size,
+        "storage_busy": io.busy,
+        "storage_waiting": io.waiting,
+        "storage_idle_ratio": idle,
+        "storage_queue_time_ms": metrics.storage_queue_time.read(epoch).scaled(_US_TO_MS),
+        "storage_time_ms": metrics.storage_time.read(epoch).scaled(_US_TO_MS),
+    }
 
 
 def _handler_usage(metrics: BrokerMetrics, epoch: int) -> dict[str, dict[str, int]]:
