@@ -2,9 +2,13 @@
 
 Usage, as ``kafka-server-start.sh``::
 
-    trio-broker [--config FILE | FILE] [--from-env] [--override key=value ...] [--debug]
+    trio-broker [--config FILE | FILE] [--override key=value ...] [--debug]
 
-``--from-env`` applies ``TRIO_BROKER_*`` variables over the file, as container images do.
+One configuration story wherever the broker starts (this command, ``scripts/start``, the
+container image): the file, then every ``TRIO_BROKER_*`` environment variable
+(``TRIO_BROKER_ADMIN_TOKEN`` is ``admin.token``, see ``env_config``), then ``--override``;
+a later layer wins. ``--from-env`` is still accepted and does nothing (the variables always
+apply). ``GET /v1/config`` shows which layer set each key.
 
 A failure the user can fix (a bad key or value, an unloadable TLS file, a port in use, a
 log directory held by another broker or not writable) stops start-up with one line on
@@ -27,7 +31,6 @@ import trio
 
 from .. import __version__
 from .config import ConfigError, load_config
-from .env_config import overrides_from_env
 from .startup import startup_error
 
 log = logging.getLogger("trio_broker")
@@ -49,7 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--from-env",
         action="store_true",
-        help="apply TRIO_BROKER_* environment variables over the file (--override wins)",
+        help="accepted for compatibility and ignored: TRIO_BROKER_* variables always apply "
+        "(file < environment < --override)",
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument(
@@ -69,10 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = args.debug or args.log_level.upper() == "DEBUG"
     path = args.config_opt or args.config_file
     try:
-        overrides = (
-            [*overrides_from_env(os.environ), *args.override] if args.from_env else args.override
-        )
-        config = load_config(path, overrides)
+        config = load_config(path, args.override, os.environ)
     except ConfigError as exc:
         return _fail(f"configuration error: {exc}", exc, debug)
     except OSError as exc:
