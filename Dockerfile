@@ -1,7 +1,8 @@
 # trio-broker images. Two targets:
 #   docker build --target broker -t trio-broker .       the broker with its admin API
 #   docker build --target spark-jobs -t trio-broker-spark .   + Java 17 and PySpark
-# Configure with TRIO_BROKER_* variables (TRIO_BROKER_NUM_IO_THREADS=16 -> num.io.threads).
+# Configure with TRIO_BROKER_* variables (TRIO_BROKER_NUM_IO_THREADS=16 -> num.io.threads),
+# applied as everywhere the broker starts: config file < TRIO_BROKER_* < --override.
 
 # --- build: wheels of the project and of every dependency, so the runtime stages install
 # offline from exactly what was built here.

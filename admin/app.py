@@ -288,4 +288,5 @@ def _config_json(state: ConfigState) -> dict[str, Any]:
         "config": dict(state.effective),
         "dynamic_keys": list(state.dynamic_keys),
         "dynamic_settings": dict(state.dynamic_settings),
+        "sources": dict(state.sources),
     }

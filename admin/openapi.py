@@ -15,7 +15,7 @@ from typing import Any
 
 from .acl_openapi import acl_paths, acl_schemas
 from .users import user_paths, user_schemas
-from .view import MAX_POOL_SIZE, MIN_POOL_SIZE
+from .view import CONFIG_ORIGINS, MAX_POOL_SIZE, MIN_POOL_SIZE
 
 _LONG_MAX = 2**63 - 1
 
@@ -219,6 +219,13 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
                     "description": "run-time changes in force",
                     "additionalProperties": {"type": "string"},
                 },
+                "sources": {
+                    "type": "object",
+                    "description": "where each key's value comes from: default, file, env "
+                    "(a TRIO_BROKER_* variable), override (--override) or dynamic (a run-time "
+                    "change); precedence file < env < override < dynamic",
+                    "additionalProperties": {"type": "string", "enum": list(CONFIG_ORIGINS)},
+                },
             }
         ),
         "ConfigUpdate": {
@@ -253,6 +260,13 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
                 "dynamic_settings": {
                     "type": "object",
                     "additionalProperties": {"type": "string"},
+                },
+                "sources": {
+                    "type": "object",
+                    "description": "where each key's value comes from: default, file, env "
+                    "(a TRIO_BROKER_* variable), override (--override) or dynamic (a run-time "
+                    "change); precedence file < env < override < dynamic",
+                    "additionalProperties": {"type": "string", "enum": list(CONFIG_ORIGINS)},
                 },
             }
         ),

@@ -1,11 +1,12 @@
 """Serving the admin app with Hypercorn inside the caller's ``trio.run``.
 
 Owns: ``serve_admin``, which binds the admin socket itself (so port 0 works and the bound
-address is known before anything else starts), hands that socket to
-``hypercorn.trio.serve`` and reports ``http://host:port`` through ``task_status``; the
-server runs until ``shutdown_trigger`` returns, then lets requests in flight finish
-within ``GRACEFUL_TIMEOUT_S``. Hypercorn logs through ``trio_broker.admin.http`` (its
-"Running on" line is dropped: the broker logs one start-up line with every address).
+address is known before anything else starts; ``AdminBindError`` naming the address when
+the bind fails), hands that socket to ``hypercorn.trio.serve`` and reports
+``http://host:port`` through ``task_status``; the server runs until ``shutdown_trigger``
+returns, then lets requests in flight finish within ``GRACEFUL_TIMEOUT_S``. Hypercorn
+logs through ``trio_broker.admin.http`` (its "Running on" line is dropped: the broker logs
+one start-up line with every address).
 Must not: start a thread, a process or an event loop of its own.
 """
 
@@ -34,6 +35,10 @@ class _DropStartupBanner(logging.Filter):
 _http_log.addFilter(_DropStartupBanner())
 
 
+class AdminBindError(OSError):
+    """The admin API's address cannot be bound: the message names it, in one line."""
+
+
 class _BoundConfig(Config):
     """A Hypercorn config that serves one socket bound beforehand."""
 
@@ -51,20 +56,36 @@ def url_of(sock: socket.socket) -> str:
 
 
 async def bind_admin_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (empty host: all interfaces; 0: any port)."""
-    infos = await trio.socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )
-    family, type_, proto, _, address = infos[0]
-    sock = socket.socket(family, type_, proto)
+    """A TCP socket bound to ``host:port`` (empty host: all interfaces; 0: any port).
+
+    ``AdminBindError`` naming the address when it cannot be bound (in use, not local ...).
+    """
+    try:
+        infos = await trio.socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        family, type_, proto, _, address = infos[0]
+        sock = socket.socket(family, type_, proto)
+    except OSError as exc:
+        raise _bind_error(host, port, exc) from exc
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise _bind_error(host, port, exc) from exc
     except BaseException:
         sock.close()
         raise
     return sock
+
+
+def _bind_error(host: str, port: int, exc: OSError) -> AdminBindError:
+    host = host or "0.0.0.0"
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    reason = (exc.strerror or str(exc)).lower()
+    return AdminBindError(f"admin API (admin.listeners) cannot bind {address}: {reason}")
 
 
 async def serve_admin(

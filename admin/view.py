@@ -15,7 +15,7 @@ Must not: hand out live broker objects (connections, pools): only copies.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .acl_view import AclView
@@ -151,11 +151,17 @@ class DashboardData:
     problems: tuple[str, ...] = ()
 
 
+# Where a key's value comes from, lowest precedence first (the broker's config names them).
+CONFIG_ORIGINS = ("default", "file", "env", "override", "dynamic")
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigState:
     effective: Mapping[str, str | None]  # every key, as text; secrets masked; None = unset
     dynamic_keys: tuple[str, ...]
     dynamic_settings: Mapping[str, str]  # the run-time changes in force, secrets masked
+    # every key's origin: default, file, env (TRIO_BROKER_*), override or dynamic
+    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 class AdminView(AclView, Protocol):

@@ -161,6 +161,7 @@ def test_resize_io_pool(admin_broker: BrokerThread, http: httpx.Client) -> None:
     cfg = config(http)
     assert cfg["config"]["num.io.threads"] == "2"
     assert cfg["dynamic_settings"] == {"num.io.threads": "2"}
+    assert cfg["sources"]["num.io.threads"] == "dynamic"
     r = http.put("/v1/pools/io", json={"size": 256})
     assert r.status_code == 200 and r.json()["io"]["size"] == 256
     assert admin_broker.call(lambda: broker.io_pool.size) == 256
@@ -415,8 +416,11 @@ def test_metrics_are_the_brokers_snapshot_and_prometheus_text(
 
 def test_config_shows_every_effective_key(http: httpx.Client) -> None:
     body = config(http)
-    assert set(body) == {"config", "dynamic_keys", "dynamic_settings"}
+    assert set(body) == {"config", "dynamic_keys", "dynamic_settings", "sources"}
     assert body["config"]["num.io.threads"] == "4"
+    assert set(body["sources"]) == set(body["config"])
+    assert body["sources"]["num.io.threads"] == "override"  # BrokerThread: overrides
+    assert body["sources"]["admin.token"] == "default"
     assert body["config"]["admin.token"] is None
     assert body["config"]["control.plane.listener.name"] == "CONTROLLER"
     assert {"num.io.threads", "num.network.threads", "max.connections"} <= set(body["dynamic_keys"])

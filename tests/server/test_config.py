@@ -12,6 +12,7 @@ import pytest
 from trio_broker.server.config import (
     BROKER_CONFIG_DEF,
     DYNAMIC_KEYS,
+    ORIGINS,
     BrokerConfig,
     ConfigError,
     ListenerConfig,
@@ -458,6 +459,37 @@ def test_override_beats_file(tmp_path: Path) -> None:
     assert loaded.originals["num.io.threads"] == "6"
     assert loaded.source("num.io.threads") is ConfigSource.STATIC_BROKER_CONFIG
     assert loaded.source("num.partitions") is ConfigSource.DEFAULT_CONFIG
+
+
+def test_file_then_environment_then_override_and_each_key_knows_its_layer(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("num.io.threads=2\nnum.network.threads=5\nqueued.max.requests=50\n")
+    env = {
+        "TRIO_BROKER_NUM_IO_THREADS": "3",
+        "TRIO_BROKER_QUEUED_MAX_REQUESTS": "60",
+        "TRIO_BROKER_LOG_RETENTION_HOURS": "1",
+        "OTHER": "x",
+    }
+    loaded = load_config(path, ["num.io.threads=6"], env)
+    assert (loaded["num.io.threads"], loaded.origin("num.io.threads")) == (6, "override")
+    assert (loaded["queued.max.requests"], loaded.origin("queued.max.requests")) == (60, "env")
+    assert (loaded["num.network.threads"], loaded.origin("num.network.threads")) == (5, "file")
+    assert loaded.origin("num.partitions") == "default"
+    assert loaded.origin("log.retention.ms") == "env"  # set through a synonym
+    assert loaded.source("queued.max.requests") is ConfigSource.STATIC_BROKER_CONFIG
+    changed = loaded.with_updates({"num.io.threads": "4"})
+    assert changed.origin("num.io.threads") == "dynamic"
+    assert changed.origin("queued.max.requests") == "env"
+    assert set(loaded.origins().values()) <= set(ORIGINS)
+    assert load_config(path, [], None).origin("queued.max.requests") == "file"  # no environ
+
+
+def test_the_admin_api_names_the_same_origins() -> None:
+    from admin.view import CONFIG_ORIGINS
+
+    assert CONFIG_ORIGINS == ORIGINS
 
 
 def test_later_override_wins_and_can_unset_an_optional_key(tmp_path: Path) -> None:

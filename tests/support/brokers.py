@@ -117,11 +117,26 @@ class BrokerProcess:
     """``python -m trio_broker`` in a subprocess; its stderr is collected in ``log``.
 
     Listeners and the admin API default to port 0 (``PORT_ZERO``), not to the broker's
-    own defaults (9092, 9644), unless ``overrides`` name them.
+    own defaults (9092, 9644), unless ``overrides`` name them. The broker applies every
+    ``TRIO_BROKER_*`` variable it sees: those of the test run's environment are dropped,
+    only ``env`` (added to the environment) gives some.
     """
 
-    def __init__(self, data_dir: Path, overrides: list[str], config_file: Path | None = None):
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: list[str],
+        config_file: Path | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        extra_args: list[str] | None = None,
+    ):
         self.data_dir = data_dir
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("TRIO_BROKER_")},
+            **(env or {}),
+            "PYTHONUNBUFFERED": "1",
+        }
         args = [sys.executable, "-m", "trio_broker"]
         if config_file is not None:
             args += ["--config", str(config_file)]
@@ -129,7 +144,7 @@ class BrokerProcess:
         defaults = [f"{k}={v}" for k, v in PORT_ZERO.items() if k not in named]
         for o in [*defaults, *overrides]:
             args += ["--override", o]
-        self.args = args
+        self.args = [*args, *(extra_args or [])]
         self.proc: subprocess.Popen[str] | None = None
         self.log: list[str] = []
         self.listeners: dict[str, str] = {}
@@ -141,7 +156,7 @@ class BrokerProcess:
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=self.env,
         )
         assert self.proc.stderr is not None
         # Read stderr until the one "started" line (the broker writes listeners.json first).
@@ -157,6 +172,19 @@ class BrokerProcess:
         self.listeners = written["listeners"]
         self.admin_url = written.get("admin")
         return self
+
+    def run_to_failure(self, timeout: float = 30) -> tuple[int, list[str]]:
+        """Run a broker that must not start: its exit status and its stderr lines."""
+        out = subprocess.run(
+            self.args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+        )
+        return out.returncode, out.stderr.splitlines()
 
     def _read_rest(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None

@@ -1,6 +1,7 @@
 """One bound listener: its acceptor, its processors and what they report.
 
-Owns: ``ListenerRuntime``: binding the listener's sockets, the acceptor loops (connection
+Owns: ``ListenerRuntime``: binding the listener's sockets (``ListenerBindError`` naming
+the listener and address when that fails), the acceptor loops (connection
 limits checked at accept: per-IP refusals, creation-rate waits), round-robin hand-over of
 sockets to the processors, live resizing of the processor pool, eviction of connections
 over ``max.connections``, and the ``ConnectionEvents`` its processors report (counted,
@@ -37,6 +38,11 @@ log = logging.getLogger("trio_broker.network")
 security_log = logging.getLogger("trio_broker.security")
 
 _ACCEPT_RETRY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+
+
+class ListenerBindError(OSError):
+    """A listener's address cannot be bound (in use, not local ...): the message names
+    the listener and the address, in one line for the user."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -240,7 +246,15 @@ class ListenerRuntime:
         deadline: Callable[[], float],
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        listeners = await trio.open_tcp_listeners(self.spec.port, host=self.spec.host or None)
+        try:
+            listeners = await trio.open_tcp_listeners(self.spec.port, host=self.spec.host or None)
+        except OSError as exc:
+            host = self.spec.host or "0.0.0.0"
+            address = f"[{host}]:{self.spec.port}" if ":" in host else f"{host}:{self.spec.port}"
+            reason = (exc.strerror or str(exc)).lower()
+            raise ListenerBindError(
+                f"listener {self.name} cannot bind {address}: {reason}"
+            ) from exc
         for lst in listeners:
             addr = lst.socket.getsockname()
             self.bound.append((addr[0], addr[1]))

@@ -25,13 +25,19 @@ from .authentication import AuthCounters
 from .connection import Connection
 from .connection_quotas import ConnectionLimits, ConnectionQuotas
 from .context import ListenerSpec, NetworkCounters
-from .listener import ListenerRuntime, Shared
+from .listener import ListenerBindError, ListenerRuntime, Shared
 from .memory_pool import MemoryPool
 from .request import Request
 
 CONTROL_PLANE_QUEUE = 20
 
-__all__ = ["CONTROL_PLANE_QUEUE", "ListenerSpec", "RequestChannel", "SocketServer"]
+__all__ = [
+    "CONTROL_PLANE_QUEUE",
+    "ListenerBindError",
+    "ListenerSpec",
+    "RequestChannel",
+    "SocketServer",
+]
 
 
 class RequestChannel:

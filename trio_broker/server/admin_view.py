@@ -363,6 +363,7 @@ def _config_state(config: BrokerConfig) -> ConfigState:
         effective=config.effective(),
         dynamic_keys=tuple(sorted(config.dynamic_keys)),
         dynamic_settings=dict(config.dynamic_settings),
+        sources=config.origins(),
     )
 
 

@@ -3,9 +3,12 @@
 Owns: ``Broker``, which builds the parts from a ``BrokerConfig`` (socket server, handler
 pools, request handler, topic catalog), runs them in nurseries ordered so that shutdown
 unwinds cleanly, implements the ``BrokerView`` that API handlers see, and writes
-``listeners.json`` once every listener accepts. Shutdown: stop accepting, let requests in
-flight finish within ``shutdown.timeout.ms``, close the request channels (handlers drain and
-end), then close the stores.
+``listeners.json`` once every listener accepts. Before anything in a log directory is read
+or written, every one is locked (``log.dir_lock``: a second broker on the same directories
+stops there, having touched nothing); the locks are held until the broker has stopped.
+Shutdown: stop accepting, let requests in flight finish within ``shutdown.timeout.ms``,
+close the request channels (handlers drain and end), close the stores, remove
+``listeners.json`` (its ports are no longer served), then release the locks.
 
 Nursery layout::
 
@@ -42,6 +45,7 @@ from ..apis.services import (
 )
 from ..apis.table import API_TABLE, ApiTable
 from ..apis.topic_names import topic_name_error
+from ..log.dir_lock import LogDirLock
 from ..log.files import atomic_write
 from ..network.connection_quotas import ConnectionLimits
 from ..network.socket_server import ListenerSpec, SocketServer
@@ -73,6 +77,8 @@ from .topics import TopicCatalog
 
 log = logging.getLogger("trio_broker")
 
+LISTENERS_FILE = "listeners.json"  # the bound addresses, for scripts and the admin CLI
+
 
 class Broker:
     """A running broker: its config, its stores, its network and its handlers."""
@@ -83,6 +89,7 @@ class Broker:
         self.cluster_id = ""
         self.api_table = api_table
         self.data_dir = config.log_dirs[0]
+        self.dir_lock = LogDirLock(config.log_dirs)
         self.started_at = time.time()
         self.started_ns = time.monotonic_ns()
         self.ready = False
@@ -182,13 +189,19 @@ class Broker:
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
         self.replica_manager.trio_token = trio.lowlevel.current_trio_token()
-        await trio.to_thread.run_sync(self._load_stores)
-        # The admin API starts before the Kafka listeners and stops after them: its
-        # readiness answers 503 while they start and while they drain.
-        async with admin_server(self) as admin_url:
-            self._admin_url = admin_url
-            await self._run_kafka(task_status)
-        await trio.to_thread.run_sync(self._close_stores)
+        # First of all: no other broker may use these directories while this one runs.
+        await trio.to_thread.run_sync(self.dir_lock.acquire)
+        try:
+            await trio.to_thread.run_sync(self._load_stores)
+            # The admin API starts before the Kafka listeners and stops after them: its
+            # readiness answers 503 while they start and while they drain.
+            async with admin_server(self) as admin_url:
+                self._admin_url = admin_url
+                await self._run_kafka(task_status)
+            await trio.to_thread.run_sync(self._close_stores)
+            await trio.to_thread.run_sync(self._remove_listeners_file)
+        finally:
+            self.dir_lock.release()
         log.info("trio-broker %s stopped", self.broker_id)
         self.stopped.set()
 
@@ -232,8 +245,6 @@ class Broker:
         self.socket_server.shutdown(self.config["shutdown.timeout.ms"] / 1000)
 
     def _load_stores(self) -> None:
-        for d in self.config.log_dirs:
-            d.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_or_create_meta()
         self.topics_catalog.load()
         self.producer_ids.load()
@@ -298,7 +309,11 @@ class Broker:
         }
         if self.admin_url:
             data["admin"] = self.admin_url
-        atomic_write(self.data_dir / "listeners.json", json.dumps(data, indent=1).encode())
+        atomic_write(self.data_dir / LISTENERS_FILE, json.dumps(data, indent=1).encode())
+
+    def _remove_listeners_file(self) -> None:
+        """After a clean shutdown: the ports written there are no longer served."""
+        (self.data_dir / LISTENERS_FILE).unlink(missing_ok=True)
 
     # ------------------------------------------------------- run-time config
 

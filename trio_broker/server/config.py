@@ -1,10 +1,11 @@
 """The broker's configuration, under Kafka's own property names.
 
-Owns: loading (``load_config``: a ``server.properties`` file plus ``--override key=value``
-entries, which win) and ``BrokerConfig``: the validated, immutable result, with typed
-access (``cfg["num.io.threads"]``), convenience views (``listeners``, ``log_dirs``,
-``admin_endpoint``, ...), provenance, masked display and ``with_updates`` for run-time
-changes of dynamic keys.
+Owns: loading (``load_config``: a ``server.properties`` file, then ``TRIO_BROKER_*``
+environment variables, then ``--override key=value`` entries; a later layer wins) and
+``BrokerConfig``: the validated, immutable result, with typed access
+(``cfg["num.io.threads"]``), convenience views (``listeners``, ``log_dirs``,
+``admin_endpoint``, ...), provenance (which layer set each key: ``origin``), masked display
+and ``with_updates`` for run-time changes of dynamic keys.
 
 Relative paths (``log.dirs``, ``dashboard.data.dir``) are kept as written: they are
 relative to the broker's working directory. No Trio, no sockets; the only I/O is reading
@@ -31,6 +32,7 @@ from .config_syntax import (
     parse_super_users,
 )
 from .configdef import HIDDEN, ConfigEntry, ConfigError, ConfigKey, ConfigSource, Password, render
+from .env_config import overrides_from_env
 from .properties import parse_properties
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "BROKER_SYNONYMS",
     "DYNAMIC_KEYS",
     "LISTENER_KEYS",
+    "ORIGINS",
     "BrokerConfig",
     "ConfigEntry",
     "ConfigError",
@@ -52,6 +55,9 @@ __all__ = [
 
 # --------------------------------------------------------------------------- BrokerConfig
 
+# Where a key's value came from, lowest precedence first (``dynamic``: a run-time change).
+ORIGINS = ("default", "file", "env", "override", "dynamic")
+
 
 class BrokerConfig(Mapping[str, Any]):
     """A validated, immutable broker configuration.
@@ -62,7 +68,8 @@ class BrokerConfig(Mapping[str, Any]):
     ``Password``, or ``None`` when unset), with synonyms already resolved: e.g.
     ``cfg["log.retention.ms"]`` is the retention in ms whichever key set it.
     ``dynamic_settings`` are run-time changes (dynamic keys only) that sit on top of the
-    static settings; use ``with_updates`` to make them.
+    static settings; use ``with_updates`` to make them. ``origins`` says, per explicit
+    setting, which layer gave it (``file``, ``env`` or ``override``; ``file`` if not said).
     """
 
     __slots__ = (
@@ -71,6 +78,7 @@ class BrokerConfig(Mapping[str, Any]):
         "_dynamic",
         "_listeners",
         "_originals",
+        "_origins",
         "_protocols",
         "_values",
     )
@@ -79,8 +87,13 @@ class BrokerConfig(Mapping[str, Any]):
         self,
         settings: Mapping[str, str] | None = None,
         dynamic_settings: Mapping[str, str] | None = None,
+        origins: Mapping[str, str] | None = None,
     ) -> None:
         originals = dict(settings or {})
+        given = dict(origins or {})
+        for name, origin in given.items():
+            if origin not in ORIGINS[1:4]:
+                raise ValueError(f"{name}: unknown origin {origin!r}")
         dynamic = dict(dynamic_settings or {})
         for name, raw in dynamic.items():
             key = known_key(name, raw)
@@ -94,6 +107,7 @@ class BrokerConfig(Mapping[str, Any]):
             values[name] = known_key(name, raw).parse(raw)
         resolve_synonyms(values, merged)
         self._originals = MappingProxyType(originals)
+        self._origins = MappingProxyType({name: given.get(name, "file") for name in originals})
         self._dynamic = MappingProxyType(dynamic)
         self._values = MappingProxyType(values)
         self._protocols, self._listeners, self._advertised, self._admin = cross_check(values)
@@ -141,6 +155,23 @@ class BrokerConfig(Mapping[str, Any]):
             return ConfigSource.STATIC_BROKER_CONFIG
         return ConfigSource.DEFAULT_CONFIG
 
+    def origin(self, name: str) -> str:
+        """Which layer set ``name`` (a synonym setting it counts): ``default``, ``file``,
+        ``env`` (a ``TRIO_BROKER_*`` variable), ``override`` or ``dynamic``."""
+        if name not in BROKER_CONFIG_DEF:
+            raise KeyError(name)
+        synonyms = BROKER_SYNONYMS.get(name, (name,))
+        if any(s in self._dynamic for s in synonyms):
+            return "dynamic"
+        for s in synonyms:
+            if s in self._origins:
+                return self._origins[s]
+        return "default"
+
+    def origins(self) -> dict[str, str]:
+        """``origin`` of every key."""
+        return {name: self.origin(name) for name in BROKER_CONFIG_DEF}
+
     def describe(self) -> dict[str, ConfigEntry]:
         """Every key as DescribeConfigs reports it for the broker resource."""
         return {
@@ -170,7 +201,7 @@ class BrokerConfig(Mapping[str, Any]):
             else:
                 key.parse(raw)
                 dynamic[name] = raw
-        return BrokerConfig(self._originals, dynamic)
+        return BrokerConfig(self._originals, dynamic, self._origins)
 
     # ---- convenience views
     @property
@@ -251,14 +282,22 @@ class BrokerConfig(Mapping[str, Any]):
         return () if users is None else parse_super_users(users)
 
 
-def load_config(path: Path | str | None, overrides: Sequence[str] = ()) -> BrokerConfig:
-    """Read a ``server.properties`` file (or none) and apply ``key=value`` overrides.
+def load_config(
+    path: Path | str | None,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> BrokerConfig:
+    """Read a ``server.properties`` file (or none), then apply the ``TRIO_BROKER_*``
+    variables of ``environ`` (see ``env_config``; none if ``environ`` is None), then the
+    ``key=value`` overrides.
 
-    Overrides win over the file, as ``kafka-server-start.sh --override`` does. Raises
+    Precedence: file < environment < overrides (as ``kafka-server-start.sh --override``
+    wins over the file). Each key remembers its layer (``BrokerConfig.origin``). Raises
     ``ConfigError`` for an unreadable file, a malformed override, an unknown key, a bad
     value, or keys that do not agree.
     """
     settings: dict[str, str] = {}
+    origins: dict[str, str] = {}
     if path is not None:
         try:
             text = Path(path).read_text(encoding="utf-8")
@@ -267,12 +306,16 @@ def load_config(path: Path | str | None, overrides: Sequence[str] = ()) -> Broke
         except UnicodeDecodeError as exc:
             raise ConfigError(None, None, f"{path}: not UTF-8 text ({exc.reason})") from None
         settings.update(parse_properties(text, str(path)))
-    for item in overrides:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ConfigError(None, None, f"override {item!r}: expected key=value")
-        settings[name.strip()] = value
-    return BrokerConfig(settings)
+        origins.update(dict.fromkeys(settings, "file"))
+    env = overrides_from_env(environ) if environ is not None else []
+    for origin, items in (("env", env), ("override", overrides)):
+        for item in items:
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip():
+                raise ConfigError(None, None, f"override {item!r}: expected key=value")
+            settings[name.strip()] = value
+            origins[name.strip()] = origin
+    return BrokerConfig(settings, origins=origins)
 
 
 def not_dynamic(key: ConfigKey, raw: str | None) -> ConfigError:

@@ -2,11 +2,17 @@
 
 Usage, as ``kafka-server-start.sh``::
 
-    trio-broker [--config FILE | FILE] [--from-env] [--override key=value ...]
+    trio-broker [--config FILE | FILE] [--override key=value ...] [--debug]
 
-``--from-env`` applies ``TRIO_BROKER_*`` variables over the file, as container images do.
+One configuration story wherever the broker starts (this command, ``scripts/start``, the
+container image): the file, then every ``TRIO_BROKER_*`` environment variable
+(``TRIO_BROKER_ADMIN_TOKEN`` is ``admin.token``, see ``env_config``), then ``--override``;
+a later layer wins. ``--from-env`` is still accepted and does nothing (the variables always
+apply). ``GET /v1/config`` shows which layer set each key.
 
-A bad config key or value stops start-up with a message naming it (exit status 2).
+A failure the user can fix (a bad key or value, an unloadable TLS file, a port in use, a
+log directory held by another broker or not writable) stops start-up with one line on
+stderr and exit status 2; ``--debug`` (or ``--log-level DEBUG``) adds the traceback.
 SIGTERM and SIGINT start a graceful shutdown; the process exits 0 once it is done.
 """
 
@@ -18,13 +24,14 @@ import logging
 import os
 import signal
 import sys
+import traceback
 from pathlib import Path
 
 import trio
 
 from .. import __version__
 from .config import ConfigError, load_config
-from .env_config import overrides_from_env
+from .startup import startup_error
 
 log = logging.getLogger("trio_broker")
 
@@ -45,9 +52,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--from-env",
         action="store_true",
-        help="apply TRIO_BROKER_* environment variables over the file (--override wins)",
+        help="accepted for compatibility and ignored: TRIO_BROKER_* variables always apply "
+        "(file < environment < --override)",
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the traceback of a start-up failure"
+    )
     parser.add_argument("--version", action="version", version=f"trio-broker {__version__}")
     return parser.parse_args(argv)
 
@@ -59,25 +70,31 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    debug = args.debug or args.log_level.upper() == "DEBUG"
     path = args.config_opt or args.config_file
-    overrides = (
-        [*overrides_from_env(os.environ), *args.override] if args.from_env else args.override
-    )
     try:
-        config = load_config(path, overrides)
+        config = load_config(path, args.override, os.environ)
     except ConfigError as exc:
-        print(f"trio-broker: configuration error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"configuration error: {exc}", exc, debug)
     except OSError as exc:
-        print(f"trio-broker: cannot read the configuration: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"cannot read the configuration: {exc}", exc, debug)
     try:
         with contextlib.suppress(KeyboardInterrupt):
             trio.run(serve, config)
-    except ConfigError as exc:  # found while building the broker (a TLS key file ...)
-        print(f"trio-broker: configuration error: {exc}", file=sys.stderr)
-        return 2
+    except BaseException as exc:  # a bug keeps its traceback: re-raised below
+        error = startup_error(exc)
+        if error is None:
+            raise
+        return _fail(str(error), exc, debug)
     return 0
+
+
+def _fail(line: str, exc: BaseException, debug: bool) -> int:
+    """Exit status 2 with one line on stderr (after the traceback with ``--debug``)."""
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"trio-broker: {line}", file=sys.stderr, flush=True)
+    return 2
 
 
 async def serve(config: object) -> None:
