@@ -28,6 +28,7 @@ from trio_broker.server.config import load_config
 # Every listener a test starts binds port 0 (the kernel picks a free port), so that the suite
 # runs beside a broker on Kafka's defaults (9092, 9093, 9644): a test names its ports only
 # through these keys, always with port 0.
+SLOW_DISK_LAUNCHER = Path(__file__).resolve().parents[2] / "bench" / "slow_disk_broker.py"
 PORT_ZERO = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
     "admin.listeners": "",  # no admin API unless a test asks for one (http://127.0.0.1:0)
@@ -119,7 +120,8 @@ class BrokerProcess:
     Listeners and the admin API default to port 0 (``PORT_ZERO``), not to the broker's
     own defaults (9092, 9644), unless ``overrides`` name them. The broker applies every
     ``TRIO_BROKER_*`` variable it sees: those of the test run's environment are dropped,
-    only ``env`` (added to the environment) gives some.
+    only ``env`` (added to the environment) gives some. ``storage_delay_ms`` starts it
+    through ``bench/slow_disk_broker.py``: every storage operation waits that long first.
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class BrokerProcess:
         *,
         env: dict[str, str] | None = None,
         extra_args: list[str] | None = None,
+        storage_delay_ms: float = 0.0,
     ):
         self.data_dir = data_dir
         self.env = {
@@ -138,6 +141,8 @@ class BrokerProcess:
             "PYTHONUNBUFFERED": "1",
         }
         args = [sys.executable, "-m", "trio_broker"]
+        if storage_delay_ms:  # a slow disk: the test-only hook, through bench's launcher
+            args = [sys.executable, str(SLOW_DISK_LAUNCHER), str(storage_delay_ms)]
         if config_file is not None:
             args += ["--config", str(config_file)]
         named = {o.partition("=")[0].strip() for o in overrides}

@@ -107,7 +107,8 @@ class BrokerAdminView(AclAdmin):
         now = time.monotonic_ns()
         figures = _snapshot_pools(b.metrics_snapshot())
         pool = b.data_pool
-        io_idle = _ratio(_get(figures, pool.name, "idle_ratio"))
+        # the io threads' idle ratio (storage work over thread time), as in the snapshot
+        io_idle = _ratio(_get(figures, "io", "idle_ratio"))
         if io_idle is None:
             ratios = [h.idle_ratio(now) for h in pool.handlers]
             io_idle = sum(ratios) / len(ratios) if ratios else 1.0
@@ -131,7 +132,7 @@ class BrokerAdminView(AclAdmin):
         if server.control_requests is not None:
             queues["control"] = server.control_requests
         return PoolsState(
-            io=IoPoolState(size=pool.size, busy=pool.busy, idle_ratio=_clamp(io_idle)),
+            io=IoPoolState(size=b.io_pool.size, busy=b.io_pool.busy, idle_ratio=_clamp(io_idle)),
             network=network,
             request_queue={
                 plane: QueueState(size=q.size, capacity=q.capacity) for plane, q in queues.items()

@@ -24,6 +24,7 @@ import base64
 import json
 import logging
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
@@ -61,7 +62,7 @@ from .configdef import ConfigEntry
 from .delayed import DelayedResponse
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
-from .io_pool import IoPool
+from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
 from .listener_security import listener_security
 from .metrics import BrokerMetrics
 from .producer_ids import ProducerIdManager
@@ -144,7 +145,7 @@ class Broker:
             "data",
             self.socket_server.data_requests.receiver,
             self.request_handler.handle,
-            config["num.io.threads"],
+            HANDLERS_PER_IO_THREAD * config["num.io.threads"],
         )
         self.control_pool: HandlerPool | None = None
         if self.socket_server.control_requests is not None:
@@ -189,6 +190,7 @@ class Broker:
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
         self.replica_manager.trio_token = trio.lowlevel.current_trio_token()
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # io threads get the GIL back soon
         # First of all: no other broker may use these directories while this one runs.
         await trio.to_thread.run_sync(self.dir_lock.acquire)
         try:
@@ -201,6 +203,7 @@ class Broker:
             await trio.to_thread.run_sync(self._close_stores)
             await trio.to_thread.run_sync(self._remove_listeners_file)
         finally:
+            self.io_pool.close()
             self.dir_lock.release()
         log.info("trio-broker %s stopped", self.broker_id)
         self.stopped.set()
@@ -333,7 +336,7 @@ class Broker:
         self.replica_manager.config = new
         if "num.io.threads" in changed:
             io = new["num.io.threads"]
-            self.data_pool.resize(io)
+            self.data_pool.resize(HANDLERS_PER_IO_THREAD * io)
             self.io_pool.resize(io)
         if "num.network.threads" in changed:
             for name, lr in self.socket_server.listeners.items():

@@ -79,7 +79,7 @@ async def test_snapshot_and_prometheus_carry_every_figure(run_broker) -> None:  
     assert meta["rate_per_s"] > 0
 
     io, ctl = s["pools"]["io"], s["pools"]["control"]
-    assert (io["size"], len(io["handlers"]), io["plane"]) == (3, 3, "data")
+    assert (io["size"], len(io["handlers"]), io["plane"]) == (3, 6, "data")
     assert (ctl["size"], ctl["plane"]) == (1, "control")
     assert set(io["request_share"]) == {"Metadata", "ApiVersions"}
     assert set(ctl["request_share"]) == {"Metadata"}

@@ -154,6 +154,8 @@ def _io_threads(
     assert io is not None and metrics.io_sampler is not None
     idle = metrics.io_sampler.idle(now)
     return {
+        "size": io.size,
+        "handler_tasks": len(metrics.handler_samplers["io"].pool.handlers),
         "idle_ratio": idle,
         "handler_idle_ratio": handler_idle,
         "storage_threads": io.size,
