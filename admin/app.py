@@ -122,13 +122,13 @@ def create_app(view: AdminView) -> QuartTrio:
     @app.put("/v1/pools/io")
     async def resize_io() -> Response:
         size = pool_size(await _body(("size",)))
-        view.resize_io_pool(size)
+        await view.resize_io_pool(size)
         return json_response(_pools_json(view.pools()))
 
     @app.put("/v1/pools/network/<listener>")
     async def resize_network(listener: str) -> Response:
         size = pool_size(await _body(("size",)))
-        view.resize_network_pool(listener.upper(), size)
+        await view.resize_network_pool(listener.upper(), size)
         return json_response(_pools_json(view.pools()))
 
     # ------------------------------------------------------------ connections
@@ -242,7 +242,7 @@ def create_app(view: AdminView) -> QuartTrio:
         dry_run = boolean(body, "dry_run", False)
         texts = {str(k): setting_text(k, v) for k, v in settings.items()}
         before = view.config().effective
-        after = view.update_config(texts, dry_run=dry_run)
+        after = await view.update_config(texts, dry_run=dry_run)
         changed = {k: v for k, v in after.effective.items() if before.get(k) != v}
         return json_response({"dry_run": dry_run, "changed": changed, **_config_json(after)})
 

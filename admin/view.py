@@ -181,11 +181,11 @@ class AdminView(AclView, Protocol):
 
     def pools(self) -> PoolsState: ...
 
-    def resize_io_pool(self, size: int) -> None:
+    async def resize_io_pool(self, size: int) -> None:
         """Resize the data-plane handler pool (and the I/O limiter, and num.io.threads)."""
         ...
 
-    def resize_network_pool(self, listener: str, size: int) -> None:
+    async def resize_network_pool(self, listener: str, size: int) -> None:
         """Resize a data-plane listener's processors. ``NotFound`` for an unknown
         listener, ``Invalid`` for the control-plane one."""
         ...
@@ -237,7 +237,9 @@ class AdminView(AclView, Protocol):
 
     def config(self) -> ConfigState: ...
 
-    def update_config(self, settings: Mapping[str, str | None], *, dry_run: bool) -> ConfigState:
+    async def update_config(
+        self, settings: Mapping[str, str | None], *, dry_run: bool
+    ) -> ConfigState:
         """Apply run-time changes of dynamic keys (``None`` reverts one) and return the
         resulting state; ``dry_run`` only validates. ``Invalid`` naming the key for an
         unknown or static key or a bad value; nothing is changed then."""

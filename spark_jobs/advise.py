@@ -54,6 +54,7 @@ from spark_jobs.fetch import token_from_env
 ADVICE_SCHEMA = "trio-broker.advice/1"
 IO = "num.io.threads"
 NETWORK = "num.network.threads"
+SCALE_OUT = "brokers"  # advice to add a broker: no setting of this one can help
 
 Row = Mapping[str, Any]
 
@@ -73,6 +74,7 @@ class Thresholds:
     max_io: int = 64
     min_network: int = 1
     max_network: int = 32
+    loop_busy_high: float = 0.9  # the event loop this busy: CPU-bound, no pool change helps
     lookback_s: float = 600.0
     min_buckets: int = 3
     cooldown_s: float = 600.0
@@ -89,7 +91,8 @@ class Recommendation:
     recommended: int
     reason: str
     evidence: dict[str, Any]
-    status: str = "recommended"  # or "held", "applied", "skipped", "failed"
+    # or "held", "applied", "skipped", "failed"; "advice" for what only an operator can do
+    status: str = "recommended"
     note: str | None = None
 
 
@@ -254,14 +257,24 @@ def pool_evidence(
 # ----------------------------------------------------------------------- rules
 
 
+# Every size the advisor proposes is within what the admin API accepts.
+SIZE_FLOOR, SIZE_CEILING = 1, 256
+
+
+def _bounded(size: int, floor: int, ceiling: int) -> int:
+    return max(SIZE_FLOOR, floor, min(size, ceiling, SIZE_CEILING))
+
+
 def _raise_to(size: int, busy: float, waiting: float, th: Thresholds, ceiling: int) -> int:
     want = math.ceil(max(busy / (1 - th.target_idle), busy + waiting))
-    return max(size + 1, min(want, math.floor(size * th.max_step), ceiling))
+    return _bounded(max(size + 1, min(want, math.floor(size * th.max_step))), 1, ceiling)
 
 
 def _lower_to(size: int, busy: float, th: Thresholds, floor: int) -> int:
+    """A smaller size, or ``size`` itself when the floor (never below 1) allows none."""
     want = math.ceil(busy / (1 - th.target_idle))
-    return min(size - 1, max(want, math.ceil(size / th.max_step), floor))
+    to = min(size - 1, max(want, math.ceil(size / th.max_step)))
+    return min(size, _bounded(to, floor, SIZE_CEILING))
 
 
 def advise_broker(
@@ -313,6 +326,53 @@ def advise_broker(
         )
     if not enough(io):
         return recs, assessed
+
+    loop = pool_evidence(tables.pools, broker_id, "loop", th.lookback_s)
+    if loop is not None and enough(loop):
+        loop_busy = 1.0 - loop.idle_mean
+        assessed.append(
+            {
+                "broker_id": broker_id,
+                "pool": "loop",
+                "size": 1,
+                "buckets": len(loop.times),
+                "idle_ratio_mean": _r(loop.idle_mean),
+                **loop.span(),
+                "enough_data": True,
+            }
+        )
+        if loop_busy >= th.loop_busy_high:
+            volume = figures.volume
+            top = sorted(volume, key=lambda k: -volume[k])[:3]
+            recs.append(
+                Recommendation(
+                    broker_id,
+                    SCALE_OUT,
+                    "loop",
+                    None,
+                    "scale-out",
+                    1,
+                    2,
+                    f"CPU-bound: the event loop was {loop_busy:.0%} busy; it is one CPU, so "
+                    "no pool size helps. Add a broker and move the leadership of about half "
+                    "of this broker's partitions to it (the busiest topics first: "
+                    "kafka-reassign-partitions / kafka-leader-election), or lower the work "
+                    "per request (larger batches: linger.ms, batch.size)",
+                    {
+                        **loop.span(),
+                        "buckets": len(loop.times),
+                        "event_loop_busy_ratio_mean": _r(loop_busy),
+                        "io_idle_ratio_mean": _r(io.idle_mean),
+                        "busiest_requests": top,
+                        "network_idle_ratio_mean": {
+                            lis: _r(ev.idle_mean) for lis, ev in nets.items() if ev.times
+                        },
+                    },
+                    status="advice",
+                    note="applied by an operator, not by --apply",
+                )
+            )
+            return recs, assessed
 
     q_mean, q_slope = io.queue_mean(), io.queue_slope()
     q_p99 = max((q for q in io.queue_p99_ms if q is not None), default=None)
@@ -564,6 +624,25 @@ class AdminClient:
             return json.loads(response.read())
 
 
+def _error_body(exc: urllib.error.HTTPError) -> str:
+    """The admin API's JSON error message (or the body as text)."""
+    try:
+        body = exc.read().decode("utf-8", "replace")
+    except OSError:
+        return str(exc.reason)
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body.strip() or str(exc.reason)
+    if isinstance(doc, dict):
+        err = doc.get("error", doc)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(doc.get("message"), str):
+            return str(doc["message"])
+    return body.strip()
+
+
 def live_size(pools: Mapping[str, Any], rec: Recommendation) -> int:
     if rec.setting == IO:
         return int(pools["io"]["size"])
@@ -605,6 +684,10 @@ def apply(
                     continue
                 path = "/v1/pools/io" if rec.setting == IO else f"/v1/pools/network/{rec.listener}"
                 after = live_size(client.call("PUT", path, {"size": rec.recommended}), rec)
+            except urllib.error.HTTPError as exc:  # the server said why: keep its words
+                note = f"{client.url}: HTTP {exc.code}: {_error_body(exc)}"
+                out.append(replace(rec, status="failed", note=note))
+                continue
             except (OSError, urllib.error.URLError, KeyError, ValueError) as exc:
                 out.append(replace(rec, status="failed", note=f"{client.url}: {exc}"))
                 continue
@@ -696,12 +779,15 @@ def main(argv: list[str] | None = None) -> int:
             token=args.token or token_from_env(),
             do_apply=args.apply,
         )
+    except urllib.error.HTTPError as exc:  # the admin API refused: say what it said
+        print(f"advise: {exc.url}: HTTP {exc.code}: {_error_body(exc)}", file=sys.stderr)
+        return 2
     except (OSError, urllib.error.URLError) as exc:
         print(f"advise: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(doc, indent=1))
-        return 0
+        return _exit_status(doc)
     for a in doc["pools"]:
         idle = "-" if a["idle_ratio_mean"] is None else f"{a['idle_ratio_mean']:.0%}"
         print(
@@ -709,7 +795,16 @@ def main(argv: list[str] | None = None) -> int:
             f"over {a['buckets']} bucket(s)"
         )
     if not doc["recommendations"]:
-        print("advise: no change recommended")
+        short = [a for a in doc["pools"] if not a["enough_data"]]
+        if short:
+            need = doc["thresholds"]["min_buckets"]
+            for a in short:
+                print(
+                    f"advise: Not enough data for broker {a['broker_id']} {a['pool']} "
+                    f"(need {need} buckets, have {a['buckets']})"
+                )
+        else:
+            print("advise: no change recommended")
     for r in doc["recommendations"]:
         where = f" ({r['listener']})" if r["listener"] else ""
         ev = r["evidence"]
@@ -725,7 +820,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{b['queue_time_ms_mean']} -> {a['queue_time_ms_mean']} ms, idle "
             f"{b['idle_ratio_mean']} -> {a['idle_ratio_mean']}"
         )
-    return 0
+    return _exit_status(doc)
+
+
+def _exit_status(doc: Mapping[str, Any]) -> int:
+    """1 if any change could not be applied, else 0."""
+    failed = [r for r in doc["recommendations"] if r["status"] == "failed"]
+    for r in failed:
+        print(f"advise: failed: {r['setting']}: {r['note']}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -198,8 +198,15 @@ def bucket_rows(pairs: DataFrame) -> DataFrame:
     def entries(m: str, fn: Callable[[Column], Column]) -> Column:
         return F.coalesce(F.transform(F.map_entries(F.col(m)), fn), empty)
 
+    # The event loop as a pool of one: its idle ratio is 1 - busy ratio (the CPU signal).
+    loop = _row(
+        kind=F.lit("pools"),
+        key=F.lit("loop"),
+        size=F.when(F.col("s.event_loop.busy_ratio").isNotNull(), F.lit(1)),
+        idle_ratio=F.lit(1.0) - F.col("s.event_loop.busy_ratio"),
+    )
     present_pools = F.filter(
-        F.array(pool("io", "data"), pool("control", "control")),
+        F.array(pool("io", "data"), pool("control", "control"), loop),
         lambda r: r["size"].isNotNull() | r["idle_ratio"].isNotNull(),
     )
     subjects = F.concat(
@@ -306,7 +313,10 @@ def split(agg: DataFrame, bucket_s: int) -> dict[str, DataFrame]:
     pools = timed.filter(F.col("kind") == "pools").select(
         "*",
         F.col("key").alias("pool"),
-        F.when(F.col("key").startswith("network:"), "network").otherwise("handler").alias("k"),
+        F.when(F.col("key").startswith("network:"), "network")
+        .when(F.col("key") == "loop", "loop")
+        .otherwise("handler")
+        .alias("k"),
         F.when(F.col("key").startswith("network:"), F.substring_index(F.col("key"), ":", -1)).alias(
             "listener"
         ),

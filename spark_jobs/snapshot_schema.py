@@ -81,6 +81,7 @@ SNAPSHOT = _struct(
         control=HANDLER_POOL,
         network=MapType(StringType(), NETWORK_POOL),
     ),
+    event_loop=_struct(busy_ratio=DoubleType()),
     request_queue=MapType(StringType(), QUEUE),
     response_queue=_struct(size=LongType()),
     connections=_struct(

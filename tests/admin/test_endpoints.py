@@ -137,7 +137,7 @@ def test_idle_ratios_come_from_the_metrics_snapshot_when_it_has_them(
     assert broker is not None
     snapshot = {
         "pools": {
-            "data": {"idle_ratio": 0.25},
+            "io": {"idle_ratio": 0.25},
             "network": {"PLAINTEXT": {"idle_ratio": 0.5}, "CONTROLLER": {"idle_ratio": 7}},
         }
     }
@@ -156,7 +156,7 @@ def test_resize_io_pool(admin_broker: BrokerThread, http: httpx.Client) -> None:
     assert r.json()["io"]["size"] == 2
     assert r.json() == {**pools(http), "io": r.json()["io"]}
     assert pools(http)["io"]["size"] == 2
-    assert admin_broker.call(lambda: broker.data_pool.size) == 2
+    assert admin_broker.call(lambda: broker.data_pool.size) == 4  # two handlers a thread
     assert admin_broker.call(lambda: broker.io_pool.size) == 2
     cfg = config(http)
     assert cfg["config"]["num.io.threads"] == "2"
@@ -176,7 +176,8 @@ def test_resize_network_pool(admin_broker: BrokerThread, http: httpx.Client) -> 
     assert (
         admin_broker.call(lambda: len(broker.socket_server.listener("PLAINTEXT").processors)) == 5
     )
-    assert config(http)["config"]["num.network.threads"] == "5"
+    # stored as Kafka's per-listener key, with the other dynamic changes
+    assert config(http)["dynamic_settings"] == {"listener.name.plaintext.num.network.threads": "5"}
     r = http.put("/v1/pools/network/plaintext", json={"size": 1})  # names are case-insensitive
     assert r.status_code == 200 and r.json()["network"]["PLAINTEXT"]["size"] == 1
     assert r.json()["network"]["CONTROLLER"]["size"] == 1

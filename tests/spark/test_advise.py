@@ -166,3 +166,65 @@ def test_apply_resizes_through_the_admin_api_once(tmp_path: Path) -> None:
         assert httpx.get(b.admin_url + "/v1/pools").json()["io"]["size"] == 5
     finally:
         b.stop()
+
+
+def test_a_pool_at_one_thread_is_never_advised_lower() -> None:
+    idle = tables([(1, 0.99)] * 5, [0.1] * 5, net_idle=0.99)
+    idle = Tables(idle.requests, idle.pools + pool_rows("network:CONTROLLER", [(1, 0.99)] * 5))
+    recs, _ = advise_broker(idle, 0, TH)
+    assert recs, "three idle pools: the PLAINTEXT network pool (3) may be lowered"
+    assert all(r.recommended >= 1 for r in recs), recs
+    assert not [r for r in recs if r.current == 1], recs  # nothing below one thread
+
+
+def test_a_busy_event_loop_is_cpu_bound_advice_and_no_pool_change() -> None:
+    """Queue time high and io threads busy, but the loop is 95% busy: more threads would
+    only queue on the one CPU. The advice is scale-out, and nothing for --apply."""
+    t = tables([(4, 0.02)] * 5, [40.0] * 5)
+    t = Tables(t.requests, t.pools + pool_rows("loop", [(1, 0.05)] * 5))
+    recs, pools = advise_broker(t, 0, TH)
+    assert [(r.setting, r.action, r.status) for r in recs] == [("brokers", "scale-out", "advice")]
+    assert "CPU-bound" in recs[0].reason and "no pool size helps" in recs[0].reason
+    assert recs[0].evidence["event_loop_busy_ratio_mean"] == 0.95
+    assert any(p["pool"] == "loop" for p in pools)
+    # the same figures with an idle loop: raise the io pool as before
+    calm = Tables(t.requests, [r for r in t.pools if r["pool"] != "loop"])
+    calm = Tables(calm.requests, calm.pools + pool_rows("loop", [(1, 0.6)] * 5))
+    assert [r.setting for r in advise_broker(calm, 0, TH)[0]] == ["num.io.threads"]
+
+
+def test_too_few_buckets_is_said_plainly(tmp_path: Path) -> None:
+    out = tmp_path / "trends"
+    write_tables(out, tables([(4, 0.02)] * 2, [40.0] * 2))
+    run = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.advise", "--in", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "Not enough data for broker 0 io (need 3 buckets, have 2)" in run.stdout
+
+
+def test_a_refused_apply_exits_non_zero_with_the_servers_message(tmp_path: Path) -> None:
+    out = tmp_path / "trends"
+    write_tables(out, tables([(4, 0.02)] * 10, [40.0] * 10))
+    b = BrokerThread(
+        tmp_path / "data",
+        {"admin.listeners": "http://127.0.0.1:0", "admin.token": "s3cret"},
+    ).start()
+    try:
+        cmd = [sys.executable, "-m", "spark_jobs.advise", "--in", str(out), "--apply"]
+        cmd += ["--admin", b.admin_url, "--token", "wrong"]
+        run = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert run.returncode != 0
+        assert "HTTP 401" in run.stderr
+        assert "requires an Authorization: Bearer <admin.token> header" in run.stderr
+        assert httpx.get(b.admin_url + "/v1/status/ready").status_code == 200
+        pools = httpx.get(
+            b.admin_url + "/v1/pools", headers={"Authorization": "Bearer s3cret"}
+        ).json()
+        assert pools["io"]["size"] == 4  # nothing changed
+    finally:
+        b.stop()

@@ -33,6 +33,9 @@ class ListenerSpec:
     plane: str = "data"  # or "control"
     # TLS and SASL (see network.authentication); the default is PLAINTEXT
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    # processors of this listener (listener.name.<l>.num.network.threads); None: the
+    # broker's num.network.threads (a control-plane listener always has one)
+    processors: int | None = None
 
 
 @dataclass

@@ -83,6 +83,7 @@ class SocketServer:
     ) -> None:
         self.specs = listeners
         self.num_network_threads = num_network_threads
+        self.processors_of = {s.name: s.processors for s in listeners if s.processors}
         self.quotas = ConnectionQuotas(limits or ConnectionLimits())
         self.memory_pool = MemoryPool(queued_max_request_bytes)
         self.request_observers: list[Callable[[Request], None]] = list(request_observers)
@@ -131,7 +132,8 @@ class SocketServer:
         """Bind all listeners; ``started`` once every one of them accepts."""
         async with trio.open_nursery() as nursery:
             for lr in self.listeners.values():
-                size = 1 if lr.plane == "control" else self.num_network_threads
+                own = self.processors_of.get(lr.name)
+                size = 1 if lr.plane == "control" else own or self.num_network_threads
                 await nursery.start(lr.run, size, self.shutdown_started, self._deadline)
             task_status.started()
         self.data_requests.close()

@@ -48,7 +48,8 @@ from .. import __version__
 from ..network.mute import MuteState
 from ..security.scram import CredentialError, ScramCredential, new_credential
 from .admin_acls import AclAdmin
-from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
+from .config import BrokerConfig, ConfigError
+from .config_keys import known_key
 from .quotas import QUOTA_KEYS, QuotaEntity, QuotaError
 
 if TYPE_CHECKING:
@@ -139,10 +140,10 @@ class BrokerAdminView(AclAdmin):
             },
         )
 
-    def resize_io_pool(self, size: int) -> None:
-        self.update_config({"num.io.threads": str(size)}, dry_run=False)
+    async def resize_io_pool(self, size: int) -> None:
+        await self.update_config({"num.io.threads": str(size)}, dry_run=False)
 
-    def resize_network_pool(self, listener: str, size: int) -> None:
+    async def resize_network_pool(self, listener: str, size: int) -> None:
         lr = self.broker.socket_server.listeners.get(listener)
         if lr is None:
             raise NotFound(
@@ -155,9 +156,9 @@ class BrokerAdminView(AclAdmin):
                 f"{listener} is the control-plane listener: it has exactly one processor",
             )
         _check_pool_size("num.network.threads", size)
-        # num.network.threads follows the last resize (it is per listener in effect).
-        self.broker.config = self.broker.config.with_updates({"num.network.threads": str(size)})
-        self.broker.socket_server.resize(listener, size)
+        # Kafka's per-listener form, stored with the other dynamic changes
+        key = f"listener.name.{listener.lower()}.num.network.threads"
+        await self.update_config({key: str(size)}, dry_run=False)
 
     def listener_names(self) -> Sequence[str]:
         return list(self.broker.socket_server.listeners)
@@ -262,12 +263,17 @@ class BrokerAdminView(AclAdmin):
     def config(self) -> ConfigState:
         return _config_state(self.broker.config)
 
-    def update_config(self, settings: Mapping[str, str | None], *, dry_run: bool) -> ConfigState:
+    async def update_config(
+        self, settings: Mapping[str, str | None], *, dry_run: bool
+    ) -> ConfigState:
         current = self.broker.config
         for key in settings:
-            definition = BROKER_CONFIG_DEF.get(key)
-            if definition is None:
-                raise Invalid("unknown-config", f"{key}: no such configuration key", key=key)
+            try:
+                definition = known_key(key, settings[key])
+            except ConfigError:
+                raise Invalid(
+                    "unknown-config", f"{key}: no such configuration key", key=key
+                ) from None
             if not definition.dynamic:
                 raise Invalid(
                     "static-config",
@@ -278,11 +284,11 @@ class BrokerAdminView(AclAdmin):
             updated = current.with_updates(settings)
         except ConfigError as exc:
             raise Invalid("invalid-config", str(exc), key=exc.key, value=exc.value) from None
-        for key in _POOL_KEYS:
-            if key in settings:
-                _check_pool_size(key, updated[key], settings[key])
+        for key, value in settings.items():  # validated above: an integer if given
+            if value is not None and (key in _POOL_KEYS or key.endswith(".num.network.threads")):
+                _check_pool_size(key, int(value), value)
         if not dry_run:
-            self.broker.apply_config(updated, settings)
+            await self.broker.update_config(updated, settings)
         return _config_state(updated)
 
 

@@ -60,6 +60,7 @@ from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
 from .delayed import DelayedResponse
+from .dynamic_config import DynamicConfigStore
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
 from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
@@ -97,6 +98,8 @@ class Broker:
         self.stopped = trio.Event()
         self.topics_catalog = TopicCatalog(self.data_dir, self.broker_id)
         self.producer_ids = ProducerIdManager(self.data_dir)
+        self.dynamic_store = DynamicConfigStore(self.data_dir)
+        self._stored_changes: dict[str, str] = {}
         self.cluster = ClusterState(self.data_dir, self.broker_id)
         self.quotas = QuotaStore(self.data_dir)
         self.acls = AclStore(
@@ -126,6 +129,7 @@ class Broker:
                 security_protocol=lc.security_protocol,
                 plane="control" if lc.name == control else "data",
                 security=security[lc.security_protocol],
+                processors=config.listener_setting(lc.name, "num.network.threads"),
             )
             for lc in config.listeners
         ]
@@ -194,6 +198,7 @@ class Broker:
         # First of all: no other broker may use these directories while this one runs.
         await trio.to_thread.run_sync(self.dir_lock.acquire)
         try:
+            await self._adopt_stored_dynamic_config()
             await trio.to_thread.run_sync(self._load_stores)
             # The admin API starts before the Kafka listeners and stops after them: its
             # readiness answers 503 while they start and while they drain.
@@ -222,6 +227,8 @@ class Broker:
                     await handlers.start(self.control_pool.run)
                 async with trio.open_nursery() as network:
                     await network.start(self.socket_server.run)
+                    if self._stored_changes:  # pool sizes stored by an earlier run
+                        self.apply_config(self.config, self._stored_changes)
                     await trio.to_thread.run_sync(self._write_listeners_file)
                     self.ready = True
                     log.info("trio-broker %s started: %s", self.broker_id, self._listeners_line())
@@ -329,6 +336,30 @@ class Broker:
         }
     )
 
+    async def update_config(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
+        """Make ``new`` (``with_updates`` of the running config, so already validated) the
+        running config: first stored in the data dir (so it survives a restart), then
+        applied (see ``apply_config``)."""
+        await trio.to_thread.run_sync(self.dynamic_store.save, new.dynamic_raw)
+        self.apply_config(new, changed)
+
+    async def _adopt_stored_dynamic_config(self) -> None:
+        """The dynamic changes stored by an earlier run apply over the static config; the
+        parts that need running pools (their sizes) apply once those run."""
+        stored = await trio.to_thread.run_sync(self.dynamic_store.load)
+        if not stored:
+            return
+        try:
+            new = self.config.with_updates(stored)
+        except ConfigError as exc:
+            raise ConfigError(
+                exc.key, exc.value, f"{exc.reason} (stored in {self.dynamic_store.path})"
+            ) from None
+        self.config = new
+        self.replica_manager.config = new
+        self._stored_changes = stored
+        log.info("dynamic config from %s: %s", self.dynamic_store.path, new.dynamic_settings)
+
     def apply_config(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
         """Make ``new`` (dynamic changes already validated) the running config: pools
         resize, connection limits apply at once, topics take new log.* defaults."""
@@ -338,10 +369,12 @@ class Broker:
             io = new["num.io.threads"]
             self.data_pool.resize(HANDLERS_PER_IO_THREAD * io)
             self.io_pool.resize(io)
-        if "num.network.threads" in changed:
-            for name, lr in self.socket_server.listeners.items():
-                if lr.plane == "data":
-                    self.socket_server.resize(name, new["num.network.threads"])
+        for name, lr in self.socket_server.listeners.items():
+            own = f"listener.name.{name.lower()}.num.network.threads"
+            if lr.plane != "data" or not ("num.network.threads" in changed or own in changed):
+                continue
+            size = new.listener_setting(name, "num.network.threads")
+            self.socket_server.resize(name, size or new["num.network.threads"])
         if any(k in self._CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
             self.socket_server.update_limits(connection_limits(new))
         if any(k.startswith(("log.", "message.max.bytes")) for k in changed):

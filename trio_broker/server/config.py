@@ -137,6 +137,11 @@ class BrokerConfig(Mapping[str, Any]):
         return masked(self._dynamic)
 
     @property
+    def dynamic_raw(self) -> Mapping[str, str]:
+        """Run-time changes as given, passwords included: for the dynamic config store."""
+        return self._dynamic
+
+    @property
     def dynamic_keys(self) -> frozenset[str]:
         return DYNAMIC_KEYS
 

@@ -576,7 +576,9 @@ BROKER_SYNONYMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 
 # Keys a listener may set for itself, as ``listener.name.<listener>.<key>`` (Kafka's
 # per-listener overrides); the listener part is lower case, as Kafka writes it.
-LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate"})
+LISTENER_KEYS = frozenset(
+    {"max.connections", "max.connection.creation.rate", "num.network.threads"}
+)
 LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
 
 

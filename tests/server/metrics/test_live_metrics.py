@@ -122,7 +122,7 @@ async def test_snapshot_and_prometheus_carry_every_figure(run_broker) -> None:  
         assert q == meta[f"{phase}_time_ms"]["p99"]
         assert p[name + "_count"][labels(request="Metadata")] == 13
     assert p["kafka_server_request_handler_avg_idle_ratio"][labels(plane="data")] <= 1
-    assert len(p["kafka_server_request_handler_idle_ratio"]) == 4  # 3 io + 1 control
+    assert len(p["kafka_server_request_handler_idle_ratio"]) == 7  # 2 x 3 io + 1 control
     assert set(p["kafka_network_processor_avg_idle_ratio"]) == {
         labels(listener="PLAINTEXT"),
         labels(listener="CONTROLLER"),
@@ -155,9 +155,9 @@ async def test_a_held_handler_fills_the_queue_and_drains_the_handler_idle_ratio(
         await c.send(MetadataRequest(topics=[]), 9)
     await trio.testing.wait_all_tasks_blocked()
     s = validate_snapshot(broker.metrics_snapshot())
-    assert gate.waiting == 1
-    assert s["request_queue"]["data"]["size"] == 3
-    assert s["pools"]["io"]["busy"] == 1 and s["pools"]["io"]["handlers"][0]["busy"]
+    assert gate.waiting == 2  # the one io thread's two handlers
+    assert s["request_queue"]["data"]["size"] == 2
+    assert s["pools"]["io"]["busy"] == 2 and s["pools"]["io"]["handlers"][0]["busy"]
     assert s["connections"]["muted"] == 4
     # Time must pass for an idle ratio to move: poll until the held handler dominates.
     with trio.fail_after(5):
@@ -174,8 +174,8 @@ async def test_a_held_handler_fills_the_queue_and_drains_the_handler_idle_ratio(
     meta = s["requests"]["Metadata"]
     assert meta["count"] == 4
     queued = meta["queue_time_ms"]
-    # three requests waited in the queue for about the whole hold, one (held) did not
-    assert queued["p50"] >= 0.8 * held_ms and queued["max"] >= 0.8 * held_ms
+    # two requests waited in the queue for about the whole hold, two (held) did not
+    assert queued["p75"] >= 0.8 * held_ms and queued["max"] >= 0.8 * held_ms
     assert meta["local_time_ms"]["max"] >= 0.8 * held_ms
     assert s["request_queue"]["data"]["size"] == 0
     assert 0 <= s["pools"]["io"]["handler_idle_ratio"] <= 0.3

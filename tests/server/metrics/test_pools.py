@@ -144,7 +144,9 @@ async def test_live_resizes_while_requests_flow(run_broker) -> None:  # type: ig
             nursery.start_soon(client, stop)
         sizes = [5, 1, 3, 1, 8, 2, 1, 4, 2, 6, 1]
         for i, size in enumerate(sizes):
-            broker.data_pool.resize(size)
+            broker.apply_config(
+                broker.config.with_updates({"num.io.threads": str(size)}), {"num.io.threads": ""}
+            )
             broker.socket_server.resize("PLAINTEXT", 1 + i % 3)
             target = sent + 20
             while sent < target:
@@ -154,6 +156,7 @@ async def test_live_resizes_while_requests_flow(run_broker) -> None:  # type: ig
         stop.set()
     s = check()
     assert s["pools"]["io"]["size"] == sizes[-1]
+    assert s["pools"]["io"]["handler_tasks"] == 2 * sizes[-1]
     assert s["pools"]["network"]["PLAINTEXT"]["size"] == 1 + (len(sizes) - 1) % 3
     assert s["requests"]["Metadata"]["count"] == sent
 
