@@ -100,6 +100,12 @@ class BrokerThread:
     def bootstrap(self) -> str:
         return self.address()
 
+    @property
+    def thread_id(self) -> int:
+        """The OS thread id of the thread running the broker's event loop."""
+        assert self._thread.native_id is not None
+        return self._thread.native_id
+
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` inside the broker's event loop and return its result."""
         return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
