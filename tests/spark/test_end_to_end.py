@@ -85,7 +85,7 @@ def trends(scraped: Path, out: Path) -> str:
     return run.stdout
 
 
-def advise(trends_dir: Path, admin: str) -> dict[str, Any]:
+def advise(trends_dir: Path, admin: str, *extra: str) -> dict[str, Any]:
     run = subprocess.run(
         [
             sys.executable,
@@ -103,6 +103,7 @@ def advise(trends_dir: Path, admin: str) -> dict[str, Any]:
             "3",
             "--max-step",
             "8",
+            *extra,
         ],
         capture_output=True,
         text=True,
@@ -237,4 +238,74 @@ def test_advisor_raises_io_threads_under_load_and_sees_queue_time_fall(tmp_path:
         rates = produce_rate_by_io_size(out)
         assert rates[size] >= 3 * rates[1], rates  # the proof: 3x the appends per second
     finally:
+        broker.terminate()
+
+
+LOAD = [sys.executable, "-m", "tests.spark.cpu_load"]
+
+
+def wait_until_loop_busy(admin: str, ratio: float) -> None:
+    """Poll the broker until its event loop was at least ``ratio`` busy over a second."""
+    with httpx.Client(base_url=admin, timeout=10) as http:
+        for _ in range(100):  # at most 20 s
+            if http.get("/v1/metrics").json()["event_loop"]["last_second"]["busy_ratio"] >= ratio:
+                return
+            threading.Event().wait(0.2)  # a figure over wall time: nothing to wait on
+    raise AssertionError(f"the load never made the loop {ratio:.0%} busy")
+
+
+def test_on_a_cpu_bound_broker_the_advisor_changes_no_pool(tmp_path: Path) -> None:
+    """The same producers with no added delay, many more of them, in three processes at the
+    lowest CPU priority (so the broker gets a core whenever it wants one): the broker's
+    event loop (its one CPU) is saturated. The advisor recommends no pool change,
+    says the broker is CPU-bound and proposes a second broker; --apply changes nothing."""
+    scraped, out = tmp_path / "scraped", tmp_path / "trends"
+    broker = BrokerProcess(
+        tmp_path / "data",
+        [
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "admin.listeners=http://127.0.0.1:0",
+            f"log.dirs={tmp_path / 'data'}",
+            "num.io.threads=8",
+            "metrics.window.seconds=5",
+        ],
+    ).start()
+    loads: list[subprocess.Popen[bytes]] = []
+    try:
+        assert broker.admin_url is not None
+        admin = broker.admin_url
+        kafka_admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        kafka_admin.create_topics([NewTopic("load", 24, 1)])["load"].result(10)
+        loads = [
+            subprocess.Popen(
+                [*LOAD, broker.bootstrap, str(SCRAPE_S + 25), str(8 * k), "8"],
+                cwd=ROOT,
+                stderr=subprocess.DEVNULL,
+            )
+            for k in range(3)
+        ]
+        wait_until_loop_busy(admin, 0.85)  # the load has ramped up: then observe it
+        scrape(admin, scraped)
+        for p in loads:
+            assert p.wait(60) == 0
+        trends(scraped, out)
+        # The clients share the machine's two cores with the broker, so its loop gets at
+        # most about one: the test asks for 80% busy rather than the default 90%.
+        advice = advise(out, admin, "--loop-busy-high", "0.8")
+        recs = advice["recommendations"]
+        assert [(r["setting"], r["action"], r["status"]) for r in recs] == [
+            ("brokers", "scale-out", "advice")
+        ], recs
+        rec = recs[0]
+        assert "CPU-bound" in rec["reason"] and "Add a broker" in rec["reason"]
+        assert rec["evidence"]["event_loop_busy_ratio_mean"] >= 0.8
+        with httpx.Client(base_url=admin, timeout=10) as http:
+            assert http.get("/v1/pools").json()["io"]["size"] == 8  # nothing applied
+        assert (
+            not (out / "advisor" / "actions.jsonl").exists()
+            or not (out / "advisor" / "actions.jsonl").read_text().strip()
+        )
+    finally:
+        for p in loads:
+            p.kill()
         broker.terminate()
