@@ -294,7 +294,8 @@ class _LineReader:
 
 
 class BrokerProcess:
-    """``python -m trio_broker`` from this checkout, on port 0, in a temporary directory.
+    """``python -m trio_broker`` from this checkout, on port 0, in a temporary directory
+    (with ``storage_delay_ms``, through ``bench/slow_disk_broker.py``: a slow disk).
 
     The child gets ``RLIMIT_NOFILE`` raised to its hard limit (the ``ulimit -n`` a
     production broker would be given). ``overrides`` are extra ``key=value`` settings.
@@ -305,6 +306,7 @@ class BrokerProcess:
         overrides: Sequence[str] = (),
         log_level: str = "INFO",
         base_dir: str | Path | None = None,
+        storage_delay_ms: float = 0.0,
     ) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="trio-broker-bench-", dir=base_dir))
         settings = {
@@ -317,6 +319,9 @@ class BrokerProcess:
             key, _, value = item.partition("=")
             settings[key.strip()] = value.strip()
         self.args = [sys.executable, "-m", "trio_broker", "--log-level", log_level]
+        if storage_delay_ms:  # a slow disk (bench/slow_disk_broker.py: a test-only hook)
+            launcher = str(BENCH / "slow_disk_broker.py")
+            self.args = [sys.executable, launcher, str(storage_delay_ms), "--log-level", log_level]
         for key, value in settings.items():
             self.args += ["--override", f"{key}={value}"]
         self.log_dir = Path(settings["log.dirs"].split(",")[0])

@@ -6,10 +6,13 @@ Owns: the rules, their damping, the advisor's state and what it writes. It reads
 ``requests`` and ``pools`` tables of the trends job (with pyarrow: no Spark needed) and
 follows the reasoning behind Kafka's two pools:
 
-- requests wait for a handler (queue time high: over ``--queue-high-ms`` or several times
-  the handler's own time, ``--queue-to-local``; or rising) while the io handlers are
-  rarely idle: raise ``num.io.threads`` (and say so when the network threads are idle
-  enough not to be the cause);
+- the event loop is saturated (busy at least ``--loop-busy-high``, 0.9, over the buckets):
+  the broker is CPU-bound (one CPU): no pool change, advice to add a broker (status
+  ``advice``: never applied);
+- requests wait (queue time high: over ``--queue-high-ms`` or several times the time to
+  serve one, ``--queue-to-local``; or rising) while the io threads are rarely idle
+  (storage work queues for a thread): raise ``num.io.threads`` (and say so when the
+  network threads are idle enough not to be the cause);
 - a listener's network processors are rarely idle: raise its ``num.network.threads``;
 - both pools mostly idle and nothing waiting: lower both.
 
@@ -17,8 +20,9 @@ Damping, so that advice never flaps: the evidence is only the buckets since the 
 changed size (at least ``--min-buckets`` of them, at most ``--lookback-seconds``); raising
 uses the mean idle ratio, lowering needs every bucket above a much higher threshold
 (hysteresis: 0.2 to raise, 0.8 to lower, by default); a step at most doubles or halves a
-pool, within floor and ceiling; and after a change it applied, the advisor holds that
-setting for ``--cooldown-seconds`` (recorded in ``TRENDS/advisor/state.json``).
+pool, within floor and ceiling (and always within 1..256); and after a change it applied,
+the advisor holds that setting for ``--cooldown-seconds`` (recorded in
+``TRENDS/advisor/state.json``).
 
 Each recommendation names the setting, the current and recommended value, the evidence
 (figures and the time range they cover) and a one-line reason. Written to
@@ -407,7 +411,7 @@ def advise_broker(
         if q_mean is not None:
             queue_says = f"queue time {q_mean:.1f} ms"
             if local_mean:
-                queue_says += f" ({q_mean / local_mean:.1f}x the handler time)"
+                queue_says += f" ({q_mean / local_mean:.1f}x the time to serve one)"
         if rising and q_slope is not None:
             queue_says += f", rising {q_slope:+.1f} ms/min"
         net_says = (
@@ -425,8 +429,8 @@ def advise_broker(
                     "raise",
                     io.size,
                     to,
-                    f"requests wait for a handler: io handlers {io.idle_mean:.0%} idle, "
-                    f"{queue_says}; {net_says}",
+                    f"storage work waits for an io thread: io threads {io.idle_mean:.0%} "
+                    f"idle, {queue_says}; {net_says}",
                     io_evidence,
                 )
             )
@@ -473,7 +477,7 @@ def advise_broker(
                     "lower",
                     io.size,
                     to,
-                    f"io handlers at least {io.idle_min:.0%} idle and network processors "
+                    f"io threads at least {io.idle_min:.0%} idle and network processors "
                     f"idle too, nothing waiting: fewer threads do",
                     io_evidence,
                 )
@@ -491,7 +495,7 @@ def advise_broker(
                         ev.size,
                         to,
                         f"{lis} network processors at least {ev.idle_min:.0%} idle and the "
-                        f"io handlers too: fewer threads do",
+                        f"io threads too: fewer threads do",
                         {
                             **ev.span(),
                             "buckets": len(ev.times),

@@ -85,7 +85,7 @@ def test_busy_handlers_with_nothing_waiting_are_no_reason_to_add_threads() -> No
 def test_queue_time_long_next_to_handler_time_is_high() -> None:
     # 3 ms is under the 5 ms threshold, but three times the 1 ms a handler takes.
     (rec,) = advise_broker(tables([(8, 0.05)] * 10, [3.0] * 10), 0, TH)[0]
-    assert rec.setting == "num.io.threads" and "3.0x the handler time" in rec.reason
+    assert rec.setting == "num.io.threads" and "3.0x the time to serve one" in rec.reason
     assert advise_broker(tables([(8, 0.05)] * 10, [1.5] * 10), 0, TH)[0] == []
 
 
