@@ -62,6 +62,7 @@ async def run_broker(tmp_path: Path, nursery):  # type: ignore[no-untyped-def]
     from trio_broker.apis.table import API_TABLE
     from trio_broker.server.broker import Broker
     from trio_broker.server.config import load_config
+    from trio_broker.server.node import new_broker
 
     from .support.brokers import BASE
 
@@ -70,7 +71,7 @@ async def run_broker(tmp_path: Path, nursery):  # type: ignore[no-untyped-def]
     async def start(settings: dict[str, object] | None = None, api_table=API_TABLE) -> Broker:
         merged = {**BASE, "log.dirs": str(tmp_path / f"data{len(started)}"), **(settings or {})}
         config = load_config(None, [f"{k}={v}" for k, v in merged.items()])
-        broker = await nursery.start(Broker(config, api_table=api_table).run)
+        broker = await nursery.start(new_broker(config, api_table=api_table).run)
         started.append(broker)
         return broker
 

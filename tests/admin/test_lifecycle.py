@@ -18,6 +18,7 @@ import trio.testing
 from trio_broker.protocol.messages.metadata import MetadataRequest
 from trio_broker.server.broker import Broker
 from trio_broker.server.config import load_config
+from trio_broker.server.node import new_broker
 
 from ..support.brokers import BASE, BrokerProcess, BrokerThread
 from ..support.gates import Gate, gated_table
@@ -30,7 +31,7 @@ METADATA = 3
 def make_broker(data_dir: Path, api_table: Any = None, **settings: str) -> Broker:
     merged = {**BASE, **ADMIN, "log.dirs": str(data_dir), **settings}
     config = load_config(None, [f"{k}={v}" for k, v in merged.items()])
-    return Broker(config) if api_table is None else Broker(config, api_table=api_table)
+    return new_broker(config) if api_table is None else new_broker(config, api_table=api_table)
 
 
 async def test_readiness_is_503_until_every_listener_accepts(tmp_path: Path) -> None:

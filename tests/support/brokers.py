@@ -24,6 +24,7 @@ import trio.testing
 from trio_broker.apis.table import API_TABLE, ApiTable
 from trio_broker.server.broker import Broker
 from trio_broker.server.config import load_config
+from trio_broker.server.node import new_broker
 
 # Every listener a test starts binds port 0 (the kernel picks a free port), so that the suite
 # runs beside a broker on Kafka's defaults (9092, 9093, 9644): a test names its ports only
@@ -81,7 +82,7 @@ class BrokerThread:
 
     async def _run(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
-        broker = Broker(self.config, api_table=self.api_table)
+        broker = new_broker(self.config, api_table=self.api_table)
         async with trio.open_nursery() as nursery:
             self.broker = await nursery.start(broker.run)
             self._started.set()

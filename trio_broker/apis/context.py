@@ -1,8 +1,9 @@
 """What a handler knows about the request it answers, and how it defers its answer.
 
 Owns: ``RequestContext`` (plain data about the request and its connection, plus the
-``BrokerView`` handlers work through) and ``Deferred`` (the marker a handler returns when a
-delayed operation in the purgatory will send the response later).
+``BrokerView`` handlers work through). The markers a handler may return instead of a
+response, ``Deferred`` and ``CloseConnection``, live in ``outcomes`` (a leaf that
+``services`` uses too) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .outcomes import CloseConnection, Deferred
+
 if TYPE_CHECKING:
     from .services import BrokerView
+
+__all__ = ["CloseConnection", "Deferred", "RequestContext"]
 
 
 @dataclass(slots=True)
@@ -36,25 +41,3 @@ class RequestContext:
     def __post_init__(self) -> None:
         if self.response_version < 0:
             self.response_version = self.api_version
-
-
-class CloseConnection:
-    """Returned by a handler whose client must see a disconnect instead of a response
-    (a Produce with acks=0 that failed: the client reads no responses, so Kafka closes)."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-class Deferred:
-    """Returned by a handler whose response a delayed operation will send later."""
-
-    __slots__ = ("operation",)
-
-    def __init__(self, operation: Any) -> None:
-        self.operation = operation
-
-    def __repr__(self) -> str:
-        return f"Deferred({self.operation!r})"

@@ -13,10 +13,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
+from .outcomes import Deferred
 
 if TYPE_CHECKING:
     from ..security.scram import ScramCredential
-    from .context import Deferred, RequestContext
+
+
+class Deferrable(Protocol):
+    """A request that may be parked: a ``RequestContext`` (its ``extras`` carry the
+    request the broker answers later)."""
+
+    extras: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +297,7 @@ class BrokerView(Protocol):
 
     def defer(
         self,
-        ctx: RequestContext,
+        ctx: Deferrable,
         *,
         keys: Sequence[Hashable],
         timeout_ms: int,

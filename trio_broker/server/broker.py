@@ -21,6 +21,7 @@ Nursery layout::
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import socket
@@ -28,15 +29,17 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any
 
 import trio
 
-from ..apis.context import Deferred, RequestContext
+from ..apis.context import Deferred
 from ..apis.services import (
     BrokerEndpoint,
     ClusterBroker,
+    Deferrable,
     PartitionAssignment,
     PartitionInfo,
     ReadResult,
@@ -55,7 +58,6 @@ from ..protocol.schema import ZERO_UUID
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
 from ..security.scram import ScramCredential
 from .acl_store import AclStore, Authorization
-from .admin_view import admin_server
 from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
@@ -65,7 +67,7 @@ from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
 from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
 from .listener_security import listener_security
-from .metrics import BrokerMetrics
+from .metrics import BrokerMetrics, MetricsReport
 from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
 from .quota_manager import QuotaManager
@@ -77,6 +79,9 @@ from .throttling import Throttler
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config, validate_topic_configs
 from .topics import TopicCatalog
 
+# Runs the admin API around the body; yields its URL (None: no admin API configured).
+AdminServer = Callable[["Broker"], AbstractAsyncContextManager[str | None]]
+
 log = logging.getLogger("trio_broker")
 
 LISTENERS_FILE = "listeners.json"  # the bound addresses, for scripts and the admin CLI
@@ -85,8 +90,17 @@ LISTENERS_FILE = "listeners.json"  # the bound addresses, for scripts and the ad
 class Broker:
     """A running broker: its config, its stores, its network and its handlers."""
 
-    def __init__(self, config: BrokerConfig, *, api_table: ApiTable = API_TABLE) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        api_table: ApiTable = API_TABLE,
+        admin: AdminServer | None = None,
+    ) -> None:
+        """``admin`` runs the admin API around the Kafka listeners (the composition root,
+        ``server.node``, passes the admin adapter's; without it there is none)."""
         self.config = config
+        self._admin = admin
         self.broker_id: int = config["broker.id"]
         self.cluster_id = ""
         self.api_table = api_table
@@ -165,7 +179,22 @@ class Broker:
             "fetch": self.fetch_purgatory,
             "throttle": Purgatory("throttle"),
         }
-        self.metrics = BrokerMetrics.for_broker(self)
+        pools: dict[str, tuple[str, HandlerPool]] = {"io": ("data", self.data_pool)}
+        if self.control_pool is not None:
+            pools["control"] = ("control", self.control_pool)
+        self.metrics = BrokerMetrics(
+            broker_id=self.broker_id,
+            window_s=config["metrics.window.seconds"],
+            enabled=config["metrics.enabled"],
+            socket_server=self.socket_server,
+            handler_pools=pools,
+            request_handler=self.request_handler,
+            io_pool=self.io_pool,
+            purgatories=lambda: self.purgatories,
+            started_ns=self.started_ns,
+            memory_pool_capacity=config["queued.max.request.bytes"],
+        )
+        self.metrics_report = MetricsReport(self.metrics)
         self.quota_manager = QuotaManager(
             self.quotas,
             samples=config["quota.window.num"],
@@ -202,7 +231,8 @@ class Broker:
             await trio.to_thread.run_sync(self._load_stores)
             # The admin API starts before the Kafka listeners and stops after them: its
             # readiness answers 503 while they start and while they drain.
-            async with admin_server(self) as admin_url:
+            around = self._admin(self) if self._admin else contextlib.nullcontext(None)
+            async with around as admin_url:
                 self._admin_url = admin_url
                 await self._run_kafka(task_status)
             await trio.to_thread.run_sync(self._close_stores)
@@ -385,11 +415,11 @@ class Broker:
 
     def metrics_snapshot(self) -> dict[str, Any]:
         """The JSON metrics snapshot, schema ``trio-broker.metrics/1`` (docs/metrics.md)."""
-        return self.metrics.snapshot()
+        return self.metrics_report.snapshot()
 
     def prometheus_text(self) -> bytes:
         """The same figures in Prometheus' text format."""
-        return self.metrics.prometheus_text()
+        return self.metrics_report.prometheus_text()
 
     # ----------------------------------------------------------- BrokerView
 
@@ -746,7 +776,7 @@ class Broker:
 
     def defer(
         self,
-        ctx: RequestContext,
+        ctx: Deferrable,
         *,
         keys: Sequence[Hashable],
         timeout_ms: int,

@@ -98,9 +98,9 @@ def _fail(line: str, exc: BaseException, debug: bool) -> int:
 
 
 async def serve(config: object) -> None:
-    from .broker import Broker
+    from .node import new_broker
 
-    broker = Broker(config)  # type: ignore[arg-type]
+    broker = new_broker(config)  # type: ignore[arg-type]
     async with trio.open_nursery() as nursery:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             await nursery.start(broker.run)

@@ -11,6 +11,7 @@ from trio_broker.apis.group_services import OffsetCommitEntry
 from trio_broker.server.broker import Broker
 from trio_broker.server.config import load_config
 from trio_broker.server.groups import OFFSETS_TOPIC, partition_for
+from trio_broker.server.node import new_broker
 
 from ...support.brokers import PORT_ZERO
 
@@ -18,7 +19,7 @@ from ...support.brokers import PORT_ZERO
 async def start(nursery: trio.Nursery, data: Path) -> Broker:
     settings = {**PORT_ZERO, "log.dirs": str(data), "offsets.topic.num.partitions": "3"}
     config = load_config(None, [f"{k}={v}" for k, v in settings.items()])
-    broker: Broker = await nursery.start(Broker(config).run)
+    broker: Broker = await nursery.start(new_broker(config).run)
     return broker
 
 

@@ -110,7 +110,7 @@ async def test_snapshot_and_prometheus_carry_every_figure(run_broker) -> None:  
 
     # Prometheus: the same figures (no request happened in between).
     p = prometheus_samples(broker.prometheus_text())
-    assert broker.metrics.seq == s["seq"]  # a scrape takes no snapshot
+    assert broker.metrics_report.seq == s["seq"]  # a scrape takes no snapshot
     requests = p["kafka_network_requests_total"]
     assert requests[labels(request="Metadata", version="4")] == 2
     assert sum(v for k, v in requests.items() if ("request", "Metadata") in k) == 13

@@ -130,7 +130,7 @@ async def test_live_resizes_while_requests_flow(run_broker) -> None:  # type: ig
         await c.aclose()
 
     def check() -> dict[str, Any]:
-        s = metrics.snapshot()
+        s = broker.metrics_snapshot()
         pools = s["pools"]
         ratios = [pools["io"]["idle_ratio"], pools["network"]["PLAINTEXT"]["idle_ratio"]]
         ratios += [h["idle_ratio"] for h in pools["io"]["handlers"]]

@@ -4,11 +4,14 @@ Modules, each owning one concern: ``window`` (sliding windows of HDR histograms 
 ``error_codes`` (compiled error-code counters of response bodies), ``requests`` (per
 request type figures and the request-path observers), ``pools`` (idle ratios of handler
 and processor pools across resizes), ``topics`` (BrokerTopicMetrics), ``snapshot`` (the
-JSON snapshot, docs/metrics.md), ``prometheus`` (the same figures for Prometheus) and
-``broker_metrics`` (``BrokerMetrics``: wiring, sampler task, the data path's API).
+JSON snapshot, docs/metrics.md), ``prometheus`` (the same figures for Prometheus),
+``broker_metrics`` (``BrokerMetrics``: wiring, sampler task, the data path's API),
+``event_loop`` (the loop's busy ratio and stalls) and ``report`` (``MetricsReport``: the
+snapshot and Prometheus text read from a ``BrokerMetrics``).
 """
 
 from .broker_metrics import BrokerMetrics
+from .report import MetricsReport
 from .snapshot import SCHEMA
 
-__all__ = ["SCHEMA", "BrokerMetrics"]
+__all__ = ["SCHEMA", "BrokerMetrics", "MetricsReport"]

@@ -26,15 +26,12 @@ import trio
 
 from .event_loop import EventLoopMonitor
 from .pools import HandlerSampler, IoSampler, ProcessorSampler
-from .prometheus import prometheus_text, registry_for
 from .requests import RequestMetrics
-from .snapshot import build_snapshot
 from .topics import TopicMetrics
 from .window import Window, WindowedHistogram
 
 if TYPE_CHECKING:
     from ...network.socket_server import SocketServer
-    from ..broker import Broker
     from ..handler_pool import HandlerPool
     from ..io_pool import IoPool
     from ..purgatory import Purgatory
@@ -85,7 +82,6 @@ class BrokerMetrics:
         self.memory_pool_capacity = memory_pool_capacity
         self._memory_probe: MemoryPoolProbe | None = None
         self._authorization_probe: AuthorizationProbe | None = None
-        self.seq = 0
         self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
         self.handler_samplers = {
             name: HandlerSampler(self.window, pool) for name, (_, pool) in handler_pools.items()
@@ -94,31 +90,10 @@ class BrokerMetrics:
             name: ProcessorSampler(self.window, lr) for name, lr in socket_server.listeners.items()
         }
         self._scope = trio.CancelScope()
-        self._registry = registry_for(self.figures)
         if enabled:
             socket_server.request_observers.append(self.requests.completed)
             if request_handler is not None:
                 request_handler.response_observers.append(self.requests.response)
-
-    @classmethod
-    def for_broker(cls, broker: Broker) -> BrokerMetrics:
-        """Wire the metrics to a broker's parts (called at the end of its construction)."""
-        config = broker.config
-        pools: dict[str, tuple[str, HandlerPool]] = {"io": ("data", broker.data_pool)}
-        if broker.control_pool is not None:
-            pools["control"] = ("control", broker.control_pool)
-        return cls(
-            broker_id=broker.broker_id,
-            window_s=config["metrics.window.seconds"],
-            enabled=config["metrics.enabled"],
-            socket_server=broker.socket_server,
-            handler_pools=pools,
-            request_handler=broker.request_handler,
-            io_pool=broker.io_pool,
-            purgatories=lambda: getattr(broker, "purgatories", {}),
-            started_ns=broker.started_ns,
-            memory_pool_capacity=config["queued.max.request.bytes"],
-        )
 
     # ------------------------------------------------------------ sampler task
 
@@ -210,18 +185,3 @@ class BrokerMetrics:
             "available_bytes": available,
             "used_bytes": used,
         }
-
-    # ---------------------------------------------------------------- reporting
-
-    def snapshot(self) -> dict[str, Any]:
-        """The JSON snapshot (schema ``trio-broker.metrics/1``); ``seq`` grows by one."""
-        self.seq += 1
-        return build_snapshot(self, self.seq)
-
-    def figures(self) -> dict[str, Any]:
-        """The same figures without taking a snapshot (``seq`` is the last one taken)."""
-        return build_snapshot(self, self.seq)
-
-    def prometheus_text(self) -> bytes:
-        """The figures in Prometheus' text format (takes no snapshot: ``seq`` stays)."""
-        return prometheus_text(self._registry)

@@ -1,0 +1,18 @@
+"""The composition root: a broker as the ``trio-broker`` command runs it.
+
+Owns: ``new_broker``, which builds a ``Broker`` with the admin API (``admin_view``'s
+``admin_server``, the adapter between the broker and the ``admin`` package) beside it. The
+broker's core never imports the admin adapter: it gets the admin server from here.
+"""
+
+from __future__ import annotations
+
+from ..apis.table import API_TABLE, ApiTable
+from .admin_view import admin_server
+from .broker import Broker
+from .config import BrokerConfig
+
+
+def new_broker(config: BrokerConfig, *, api_table: ApiTable = API_TABLE) -> Broker:
+    """A broker with its admin API (if ``admin.listeners`` names one)."""
+    return Broker(config, api_table=api_table, admin=admin_server)
