@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from admin.app import create_app
-from admin.serve import serve_admin
+from admin.serve import AdminBindError, serve_admin
 from admin.view import (
     MAX_POOL_SIZE,
     MIN_POOL_SIZE,
@@ -51,6 +51,7 @@ from .admin_acls import AclAdmin
 from .config import BrokerConfig, ConfigError
 from .config_keys import known_key
 from .quotas import QUOTA_KEYS, QuotaEntity, QuotaError
+from .startup import StartupError
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -307,9 +308,12 @@ async def admin_server(broker: Broker) -> AsyncIterator[str | None]:
     stop = trio.Event()
     app = create_app(BrokerAdminView(broker))
     async with trio.open_nursery() as nursery:
-        url: str = await nursery.start(
-            partial(serve_admin, app, host, port, shutdown_trigger=stop.wait)
-        )
+        try:
+            url: str = await nursery.start(
+                partial(serve_admin, app, host, port, shutdown_trigger=stop.wait)
+            )
+        except AdminBindError as exc:  # the user's to fix: one line at start-up
+            raise StartupError(str(exc)) from exc
         try:
             yield url
         finally:

@@ -3,16 +3,15 @@
 Owns: ``StartupError`` and ``startup_error``, which finds, in whatever start-up raised
 (Trio wraps failures of nursery tasks in exception groups), the failure the user caused:
 a bad key or value or an unloadable TLS file (``ConfigError``), a port in use
-(``ListenerBindError``, ``AdminBindError``), a log directory that another broker holds or
-that cannot be used (``LogDirLockedError``, ``LogDirUnusableError``). The command prints
-its one line and exits 2; anything else is a bug and keeps its traceback.
+(``ListenerBindError``; the admin adapter raises a ``StartupError`` for its own), a
+log directory that another broker holds or that cannot be used (``LogDirLockedError``,
+``LogDirUnusableError``). The command prints its one line and exits 2; anything else is a
+bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-
-from admin.serve import AdminBindError
 
 from ..log.dir_lock import LogDirLockedError, LogDirUnusableError
 from ..network.socket_server import ListenerBindError
@@ -20,7 +19,7 @@ from .configdef import ConfigError
 
 __all__ = ["StartupError", "startup_error"]
 
-_ONE_LINE = (AdminBindError, ListenerBindError, LogDirLockedError, LogDirUnusableError)
+_ONE_LINE = (ListenerBindError, LogDirLockedError, LogDirUnusableError)
 
 
 class StartupError(Exception):
