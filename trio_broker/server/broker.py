@@ -30,7 +30,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
 from typing import Any
 
 import trio
@@ -38,29 +37,22 @@ import trio
 from ..apis.context import Deferred
 from ..apis.services import (
     BrokerEndpoint,
-    ClusterBroker,
     Deferrable,
-    PartitionAssignment,
-    PartitionInfo,
     ReadResult,
-    TopicError,
     TopicInfo,
     WriteResult,
 )
 from ..apis.table import API_TABLE, ApiTable
-from ..apis.topic_names import topic_name_error
 from ..log.dir_lock import LogDirLock
 from ..log.files import atomic_write
 from ..network.connection_quotas import ConnectionLimits
 from ..network.socket_server import ListenerSpec, SocketServer
-from ..protocol.errors import ErrorCode
-from ..protocol.schema import ZERO_UUID
-from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
-from ..security.scram import ScramCredential
+from .access import AccessControl
 from .acl_store import AclStore, Authorization
 from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .configdef import ConfigEntry
+from .control_plane import ControlPlane
 from .delayed import DelayedResponse
 from .dynamic_config import DynamicConfigStore
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
@@ -71,12 +63,13 @@ from .metrics import BrokerMetrics, MetricsReport
 from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
 from .quota_manager import QuotaManager
-from .quotas import QuotaEntity, QuotaError, QuotaStore
+from .quotas import QuotaStore
 from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
 from .scram_store import ScramStore
 from .throttling import Throttler
-from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config, validate_topic_configs
+from .topic_admin import TopicAdmin
+from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config
 from .topics import TopicCatalog
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).
@@ -122,11 +115,9 @@ class Broker:
             allow_if_no_acl=config["allow.everyone.if.no.acl.found"],
         )
         self.authorization = Authorization(self.acls, enabled=config.authorization_enabled)
-        self._acl_lock = trio.Lock()
         self.scram = ScramStore(self.data_dir)
         self._admin_url: str | None = None
         self._api_versions: dict[str, list[tuple[int, int, int]]] = {}
-        self._topic_lock = trio.Lock()
         control = config.control_plane_listener_name
         # Without a control-plane listener, control requests come in on the data plane
         # (and wait behind data requests there: what KIP-291 set out to avoid).
@@ -218,6 +209,47 @@ class Broker:
             LogOffsetsTopic(config, self.topics_catalog, self.replica_manager),
             notify=self.purgatories["rebalance"].check,
         )
+        self.topic_admin = TopicAdmin(
+            self.topics_catalog, self.cluster, self.replica_manager, lambda: self.config
+        )
+        self.topic_admin.on_deleted.append(self._forget_topic)
+        self.access = AccessControl(self.quotas, self.acls, self.authorization, self.scram)
+        self.control = ControlPlane(
+            self.broker_id,
+            self.cluster,
+            self.topic_admin,
+            self.replica_manager,
+            self.fetch_purgatory,
+        )
+        # The BrokerView the APIs work through: these services' own methods.
+        topics, access, plane = self.topic_admin, self.access, self.control
+        self.topic = topics.topic
+        self.topic_by_id = topics.topic_by_id
+        self.topics = topics.topics
+        self.create_topic = topics.create_topic
+        self.delete_topic = topics.delete_topic
+        self.create_partitions = topics.create_partitions
+        self.client_quotas = access.client_quotas
+        self.alter_client_quota = access.alter_client_quota
+        self.authorize = access.authorize
+        self.authorize_any = access.authorize_any
+        self.find_acls = access.find_acls
+        self.create_acls = access.create_acls
+        self.delete_acls = access.delete_acls
+        self.scram_credentials = access.scram_credentials
+        self.alter_scram_credentials = access.alter_scram_credentials
+        self.leader_and_isr = plane.leader_and_isr
+        self.stop_replicas = plane.stop_replicas
+        self.update_metadata = plane.update_metadata
+
+    def _forget_topic(self, info: TopicInfo) -> None:
+        """What a deleted topic leaves outside its logs: parked fetches are answered, its
+        figures, cluster state and committed offsets go."""
+        for p in info.partitions:
+            self.fetch_purgatory.complete_all((info.name, p.index))
+        self.metrics.forget_topic(info.name)
+        self.cluster.forget_topic(info.name)
+        self.group_coordinator.forget_topic(info.name)
 
     # --------------------------------------------------------------- life cycle
 
@@ -454,130 +486,6 @@ class Broker:
             self._api_versions[plane] = cached
         return cached
 
-    def topic(self, name: str) -> TopicInfo | None:
-        info = self.topics_catalog.get(name)
-        if info is not None:
-            return self._cluster_view(info)
-        return self._cached_topic(name)
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        info = self.topics_catalog.get_by_id(topic_id)
-        if info is not None:
-            return self._cluster_view(info)
-        cache = self.cluster.cache
-        name = next((t for t, i in cache.topic_ids.items() if i == topic_id), None)
-        return None if name is None else self._cached_topic(name)
-
-    def topics(self) -> Sequence[TopicInfo]:
-        local = [self._cluster_view(t) for t in self.topics_catalog.all()]
-        names = {t.name for t in local}
-        remote = [
-            info
-            for name in sorted(self.cluster.cache.partitions)
-            if name not in names and (info := self._cached_topic(name)) is not None
-        ]
-        return local + remote
-
-    def _cluster_view(self, info: TopicInfo) -> TopicInfo:
-        """A local topic with leaders as the control plane set them."""
-        if not self.cluster.leadership and not self.cluster.cache.from_controller:
-            return info
-        parts = tuple(self.cluster.partition_info(info.name, p.index) for p in info.partitions)
-        return replace(info, partitions=parts)
-
-    def _cached_topic(self, name: str) -> TopicInfo | None:
-        """A topic this broker holds no partition of, as the controller described it."""
-        cache = self.cluster.cache
-        parts = cache.partitions_of(name)
-        if not parts:
-            return None
-        topic_id = cache.topic_ids.get(name, ZERO_UUID)
-        return TopicInfo(name, topic_id, tuple(parts[i] for i in sorted(parts)))
-
-    async def create_topic(
-        self,
-        name: str,
-        num_partitions: int,
-        configs: Mapping[str, str | None],
-        *,
-        validate_only: bool = False,
-    ) -> TopicInfo:
-        problem = topic_name_error(name)
-        if problem is not None:
-            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
-        if num_partitions < 1:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "a topic needs at least 1 partition")
-        try:
-            validate_topic_configs(configs)
-        except ConfigError as exc:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        clean = {k: v for k, v in configs.items() if v is not None}
-        async with self._topic_lock:
-            if self.topics_catalog.get(name) is not None:
-                raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-            if validate_only:
-                return TopicInfo(name, ZERO_UUID, ())
-            info = await trio.to_thread.run_sync(
-                self._create_topic_blocking, name, num_partitions, clean
-            )
-        log.info("created topic %s with %d partitions", name, num_partitions)
-        return info
-
-    def _create_topic_blocking(
-        self, name: str, num_partitions: int, configs: Mapping[str, str]
-    ) -> TopicInfo:
-        info = self.topics_catalog.create(name, num_partitions, configs)
-        self.replica_manager.create_logs(info)
-        return info
-
-    async def delete_topic(self, name: str) -> None:
-        if not self.config["delete.topic.enable"]:
-            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
-        async with self._topic_lock:
-            info = self.topics_catalog.get(name)
-            if info is None:
-                raise TopicError(
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
-                )
-            if info.internal:
-                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
-            await trio.to_thread.run_sync(self._delete_topic_blocking, info)
-        for p in info.partitions:
-            self.fetch_purgatory.complete_all((name, p.index))
-        self.metrics.forget_topic(name)
-        self.cluster.forget_topic(name)
-        self.group_coordinator.forget_topic(name)  # its committed offsets
-        log.info("deleted topic %s", name)
-
-    def _delete_topic_blocking(self, info: TopicInfo) -> None:
-        self.topics_catalog.delete(info.name)
-        self.replica_manager.delete_logs(info)
-
-    async def create_partitions(self, name: str, count: int, *, validate_only: bool) -> None:
-        async with self._topic_lock:
-            info = self.topics_catalog.get(name)
-            if info is None:
-                raise TopicError(
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
-                )
-            if info.internal:  # the group coordinator's partitioning depends on its size
-                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
-            if count <= len(info.partitions):
-                raise TopicError(
-                    ErrorCode.INVALID_PARTITIONS,
-                    f"topic {name!r} has {len(info.partitions)} partitions; "
-                    f"the new count {count} must be larger",
-                )
-            if validate_only:
-                return
-            await trio.to_thread.run_sync(self._grow_topic_blocking, info, count)
-        log.info("topic %s now has %d partitions", name, count)
-
-    def _grow_topic_blocking(self, info: TopicInfo, count: int) -> None:
-        grown = self.topics_catalog.with_partitions(info, count)
-        self.topics_catalog.replace(grown)
-        self.replica_manager.create_logs(grown)
-
     def topic_config_entries(
         self, name: str, overrides: Mapping[str, str | None] | None = None
     ) -> dict[str, ConfigEntry]:
@@ -618,151 +526,6 @@ class Broker:
         return await self.replica_manager.list_offsets_many(items, committed_only=committed_only)
 
     # client quotas: see QuotaStore (the admin API shares it)
-
-    def client_quotas(self) -> list[tuple[dict[str, str | None], dict[str, float]]]:
-        return [(e.as_dict(), dict(v)) for e, v in self.quotas.entries()]
-
-    async def alter_client_quota(
-        self,
-        entity: dict[str, str | None],
-        changes: dict[str, float | None],
-        *,
-        validate_only: bool,
-    ) -> tuple[int, str | None]:
-        try:
-            quota_entity = QuotaEntity.of(entity)
-            if validate_only:
-                self.quotas.validate(quota_entity, changes)
-            else:
-                await trio.to_thread.run_sync(self.quotas.alter, quota_entity, changes)
-        except QuotaError as exc:
-            return ErrorCode.INVALID_REQUEST, str(exc)
-        return ErrorCode.NONE, None
-
-    # authorization: see AclStore (the admin API shares it)
-
-    def authorize(
-        self,
-        principal: str,
-        host: str,
-        operation: AclOperation,
-        resource_type: ResourceType,
-        name: str,
-        *,
-        log_denied: bool = True,
-    ) -> bool:
-        return self.authorization.authorize(
-            principal, host, operation, resource_type, name, log_denied=log_denied
-        )
-
-    def authorize_any(
-        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
-    ) -> bool:
-        return self.authorization.authorize_any(principal, host, operation, resource_type)
-
-    def find_acls(self, acl_filter: AclFilter) -> list[AclBinding]:
-        return self.acls.find(acl_filter)
-
-    async def create_acls(self, bindings: Sequence[AclBinding]) -> None:
-        async with self._acl_lock:
-            await trio.to_thread.run_sync(self.acls.add, list(bindings))
-        log.info("ACLs added: %s", ", ".join(_acl_text(b) for b in bindings))
-
-    async def delete_acls(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
-        async with self._acl_lock:
-            matched = await trio.to_thread.run_sync(self.acls.remove, list(filters))
-        gone = {b for group in matched for b in group}
-        if gone:
-            log.info("ACLs removed: %s", ", ".join(_acl_text(b) for b in gone))
-        return matched
-
-    # SCRAM credentials: see ScramStore (SASL and the admin API share it)
-
-    def scram_credentials(self) -> Mapping[str, Mapping[str, ScramCredential]]:
-        return self.scram.users()
-
-    async def alter_scram_credentials(
-        self,
-        upserts: Sequence[tuple[str, ScramCredential]],
-        deletions: Sequence[tuple[str, str]],
-    ) -> None:
-        await trio.to_thread.run_sync(self.scram.apply, upserts, deletions)
-        for user, _ in upserts:
-            log.info("SCRAM credentials of user %r changed", user)
-        for user, mechanism in deletions:
-            log.info("SCRAM credential %s of user %r deleted", mechanism, user)
-
-    # control plane: see ClusterState
-
-    async def leader_and_isr(
-        self, controller_epoch: int, assignments: Sequence[PartitionAssignment]
-    ) -> list[int]:
-        """Apply LeaderAndIsr partition states; an error code for each."""
-        if not self.cluster.check_controller(controller_epoch):
-            return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(assignments)
-        errors: list[int] = []
-        for a in assignments:
-            error = self.cluster.assign(a)
-            if error == ErrorCode.NONE:
-                await self._ensure_partition(a.topic, a.topic_id, a.partition)
-                if a.leader != self.broker_id:
-                    self.fetch_purgatory.complete_all((a.topic, a.partition))
-            errors.append(error)
-        await trio.to_thread.run_sync(self.cluster.save)
-        return errors
-
-    async def _ensure_partition(self, topic: str, topic_id: uuid.UUID | None, index: int) -> None:
-        """Make sure this broker has ``topic`` with partition ``index`` and its log."""
-        async with self._topic_lock:
-            info = self.topics_catalog.get(topic)
-
-            def make() -> None:
-                if info is None:
-                    new = self.topics_catalog.create(
-                        topic, index + 1, {}, topic_id=topic_id if topic_id != ZERO_UUID else None
-                    )
-                elif index >= len(info.partitions):
-                    new = self.topics_catalog.with_partitions(info, index + 1)
-                    self.topics_catalog.replace(new)
-                else:
-                    new = info
-                self.replica_manager.create_logs(new)
-
-            await trio.to_thread.run_sync(make)
-
-    async def stop_replicas(
-        self, controller_epoch: int, partitions: Sequence[tuple[str, int, bool]]
-    ) -> list[int]:
-        """Apply StopReplica: stop serving, and delete the log when asked."""
-        if not self.cluster.check_controller(controller_epoch):
-            return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(partitions)
-        errors: list[int] = []
-        for topic, index, delete in partitions:
-            self.cluster.stop(topic, index)
-            self.fetch_purgatory.complete_all((topic, index))
-            if delete and self.replica_manager.partition(topic, index) is not None:
-                await trio.to_thread.run_sync(
-                    self.replica_manager.delete_partition_log, topic, index
-                )
-            errors.append(ErrorCode.NONE)
-        await trio.to_thread.run_sync(self.cluster.save)
-        return errors
-
-    async def update_metadata(
-        self,
-        controller_id: int,
-        controller_epoch: int,
-        brokers: list[ClusterBroker],
-        partitions: dict[str, dict[int, PartitionInfo]],
-        topic_ids: dict[str, uuid.UUID],
-    ) -> int:
-        if not self.cluster.check_controller(controller_epoch):
-            return ErrorCode.STALE_CONTROLLER_EPOCH
-        self.cluster.update_metadata(
-            controller_id, controller_epoch, brokers, partitions, topic_ids
-        )
-        await trio.to_thread.run_sync(self.cluster.save)
-        return ErrorCode.NONE
 
     async def new_producer_id(self) -> int:
         if self.producer_ids.needs_new_block:
@@ -810,13 +573,6 @@ def connection_limits(config: BrokerConfig) -> ConnectionLimits:
         per_ip_overrides=config.max_connections_per_ip_overrides,
         max_creation_rate=config["max.connection.creation.rate"],
         per_listener_rate=per_listener("max.connection.creation.rate"),
-    )
-
-
-def _acl_text(b: AclBinding) -> str:
-    return (
-        f"{b.permission.name} {b.principal}@{b.host} {b.operation.name} "
-        f"{b.resource_type.name}:{b.pattern_type.name}:{b.resource_name}"
     )
 
 

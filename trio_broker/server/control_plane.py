@@ -1,0 +1,90 @@
+"""What the controller tells this broker: LeaderAndIsr, StopReplica and UpdateMetadata.
+
+Owns: ``ControlPlane``, the broker's service for the control-plane APIs (the controller
+is ``tools/controller.py``, or any ZooKeeper-era Kafka controller): a stale controller
+epoch is refused; leadership and the metadata cache change in ``ClusterState`` (saved on
+a worker thread); a partition this broker is told to hold gets its topic entry and log
+(``TopicAdmin.ensure_partition``); parked fetches of a partition it no longer leads are
+answered at once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import trio
+
+from ..apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
+from ..protocol.errors import ErrorCode
+from .cluster_state import ClusterState
+from .purgatory import Purgatory
+from .replica_manager import ReplicaManager
+from .topic_admin import TopicAdmin
+
+
+class ControlPlane:
+    def __init__(
+        self,
+        broker_id: int,
+        cluster: ClusterState,
+        topics: TopicAdmin,
+        replica_manager: ReplicaManager,
+        fetch_purgatory: Purgatory,
+    ) -> None:
+        self.broker_id = broker_id
+        self.cluster = cluster
+        self.topics = topics
+        self.replica_manager = replica_manager
+        self.fetch_purgatory = fetch_purgatory
+
+    async def leader_and_isr(
+        self, controller_epoch: int, assignments: Sequence[PartitionAssignment]
+    ) -> list[int]:
+        """Apply LeaderAndIsr partition states; an error code for each."""
+        if not self.cluster.check_controller(controller_epoch):
+            return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(assignments)
+        errors: list[int] = []
+        for a in assignments:
+            error = self.cluster.assign(a)
+            if error == ErrorCode.NONE:
+                await self.topics.ensure_partition(a.topic, a.topic_id, a.partition)
+                if a.leader != self.broker_id:
+                    self.fetch_purgatory.complete_all((a.topic, a.partition))
+            errors.append(error)
+        await trio.to_thread.run_sync(self.cluster.save)
+        return errors
+
+    async def stop_replicas(
+        self, controller_epoch: int, partitions: Sequence[tuple[str, int, bool]]
+    ) -> list[int]:
+        """Apply StopReplica: stop serving, and delete the log when asked."""
+        if not self.cluster.check_controller(controller_epoch):
+            return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(partitions)
+        errors: list[int] = []
+        for topic, index, delete in partitions:
+            self.cluster.stop(topic, index)
+            self.fetch_purgatory.complete_all((topic, index))
+            if delete and self.replica_manager.partition(topic, index) is not None:
+                await trio.to_thread.run_sync(
+                    self.replica_manager.delete_partition_log, topic, index
+                )
+            errors.append(ErrorCode.NONE)
+        await trio.to_thread.run_sync(self.cluster.save)
+        return errors
+
+    async def update_metadata(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        brokers: list[ClusterBroker],
+        partitions: dict[str, dict[int, PartitionInfo]],
+        topic_ids: dict[str, uuid.UUID],
+    ) -> int:
+        if not self.cluster.check_controller(controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self.cluster.update_metadata(
+            controller_id, controller_epoch, brokers, partitions, topic_ids
+        )
+        await trio.to_thread.run_sync(self.cluster.save)
+        return ErrorCode.NONE

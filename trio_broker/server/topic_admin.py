@@ -1,0 +1,188 @@
+"""Topics: what the broker holds and how they are created, deleted and grown.
+
+Owns: ``TopicAdmin``, the broker's topic service (CreateTopics, DeleteTopics,
+CreatePartitions, and the partitions LeaderAndIsr makes this broker hold): one lock orders
+every change, the catalog (``topics.json``) and the partition logs change together on a
+worker thread, and what a deleted topic leaves elsewhere (parked fetches, metrics, cluster
+state, committed offsets) is forgotten by the ``on_deleted`` callbacks the broker
+registers. Topic lookups answer with leaders as the control plane set them, and include
+topics this broker holds no partition of, as the controller described them.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+import trio
+
+from ..apis.services import TopicError, TopicInfo
+from ..apis.topic_names import topic_name_error
+from ..protocol.errors import ErrorCode
+from ..protocol.schema import ZERO_UUID
+from .cluster_state import ClusterState
+from .config import BrokerConfig, ConfigError
+from .replica_manager import ReplicaManager
+from .topic_config import validate_topic_configs
+from .topics import TopicCatalog
+
+log = logging.getLogger("trio_broker.server")
+
+
+class TopicAdmin:
+    def __init__(
+        self,
+        catalog: TopicCatalog,
+        cluster: ClusterState,
+        replica_manager: ReplicaManager,
+        config: Callable[[], BrokerConfig],
+    ) -> None:
+        self.catalog = catalog
+        self.cluster = cluster
+        self.replica_manager = replica_manager
+        self.config = config  # the running config (it changes at run time)
+        self._lock = trio.Lock()
+        # Called with a deleted topic, after its logs are gone.
+        self.on_deleted: list[Callable[[TopicInfo], None]] = []
+
+    def topic(self, name: str) -> TopicInfo | None:
+        info = self.catalog.get(name)
+        if info is not None:
+            return self._cluster_view(info)
+        return self._cached_topic(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        info = self.catalog.get_by_id(topic_id)
+        if info is not None:
+            return self._cluster_view(info)
+        cache = self.cluster.cache
+        name = next((t for t, i in cache.topic_ids.items() if i == topic_id), None)
+        return None if name is None else self._cached_topic(name)
+
+    def topics(self) -> Sequence[TopicInfo]:
+        local = [self._cluster_view(t) for t in self.catalog.all()]
+        names = {t.name for t in local}
+        remote = [
+            info
+            for name in sorted(self.cluster.cache.partitions)
+            if name not in names and (info := self._cached_topic(name)) is not None
+        ]
+        return local + remote
+
+    def _cluster_view(self, info: TopicInfo) -> TopicInfo:
+        """A local topic with leaders as the control plane set them."""
+        if not self.cluster.leadership and not self.cluster.cache.from_controller:
+            return info
+        parts = tuple(self.cluster.partition_info(info.name, p.index) for p in info.partitions)
+        return replace(info, partitions=parts)
+
+    def _cached_topic(self, name: str) -> TopicInfo | None:
+        """A topic this broker holds no partition of, as the controller described it."""
+        cache = self.cluster.cache
+        parts = cache.partitions_of(name)
+        if not parts:
+            return None
+        topic_id = cache.topic_ids.get(name, ZERO_UUID)
+        return TopicInfo(name, topic_id, tuple(parts[i] for i in sorted(parts)))
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str | None],
+        *,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        problem = topic_name_error(name)
+        if problem is not None:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        if num_partitions < 1:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS, "a topic needs at least 1 partition")
+        try:
+            validate_topic_configs(configs)
+        except ConfigError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        clean = {k: v for k, v in configs.items() if v is not None}
+        async with self._lock:
+            if self.catalog.get(name) is not None:
+                raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            if validate_only:
+                return TopicInfo(name, ZERO_UUID, ())
+            info = await trio.to_thread.run_sync(
+                self._create_topic_blocking, name, num_partitions, clean
+            )
+        log.info("created topic %s with %d partitions", name, num_partitions)
+        return info
+
+    def _create_topic_blocking(
+        self, name: str, num_partitions: int, configs: Mapping[str, str]
+    ) -> TopicInfo:
+        info = self.catalog.create(name, num_partitions, configs)
+        self.replica_manager.create_logs(info)
+        return info
+
+    async def delete_topic(self, name: str) -> None:
+        if not self.config()["delete.topic.enable"]:
+            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+        async with self._lock:
+            info = self.catalog.get(name)
+            if info is None:
+                raise TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                )
+            if info.internal:
+                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
+            await trio.to_thread.run_sync(self._delete_topic_blocking, info)
+        for forget in self.on_deleted:
+            forget(info)
+        log.info("deleted topic %s", name)
+
+    def _delete_topic_blocking(self, info: TopicInfo) -> None:
+        self.catalog.delete(info.name)
+        self.replica_manager.delete_logs(info)
+
+    async def create_partitions(self, name: str, count: int, *, validate_only: bool) -> None:
+        async with self._lock:
+            info = self.catalog.get(name)
+            if info is None:
+                raise TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                )
+            if info.internal:  # the group coordinator's partitioning depends on its size
+                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
+            if count <= len(info.partitions):
+                raise TopicError(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"topic {name!r} has {len(info.partitions)} partitions; "
+                    f"the new count {count} must be larger",
+                )
+            if validate_only:
+                return
+            await trio.to_thread.run_sync(self._grow_topic_blocking, info, count)
+        log.info("topic %s now has %d partitions", name, count)
+
+    def _grow_topic_blocking(self, info: TopicInfo, count: int) -> None:
+        grown = self.catalog.with_partitions(info, count)
+        self.catalog.replace(grown)
+        self.replica_manager.create_logs(grown)
+
+    async def ensure_partition(self, topic: str, topic_id: uuid.UUID | None, index: int) -> None:
+        """Make sure this broker has ``topic`` with partition ``index`` and its log."""
+        async with self._lock:
+            info = self.catalog.get(topic)
+
+            def make() -> None:
+                if info is None:
+                    new = self.catalog.create(
+                        topic, index + 1, {}, topic_id=topic_id if topic_id != ZERO_UUID else None
+                    )
+                elif index >= len(info.partitions):
+                    new = self.catalog.with_partitions(info, index + 1)
+                    self.catalog.replace(new)
+                else:
+                    new = info
+                self.replica_manager.create_logs(new)
+
+            await trio.to_thread.run_sync(make)
