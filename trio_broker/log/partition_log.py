@@ -1,19 +1,14 @@
 """The log of one partition: ordered segments in ``<topic>-<partition>/``.
 
 Owns: offset assignment and appends (serialized by a lock, rolled by size, time and index
-capacity, fsynced every ``flush.messages``), lock-free reads of whole committed batches as
-``FileRegion``s, timestamp lookups, the log start offset (DeleteRecords, retention), the
-recovery point and its checkpoint, closing and deleting. Every public method is
-thread-safe: the server calls them from worker threads.
-
-Readers never take the lock. They work on an immutable ``_View`` (segments, committed size
-of the active segment, log start and end offsets) that the writer replaces after each
-append, so a reader sees only batches whose bytes and index entries were fully written
-(and fsynced, when the flush policy asks) before the view was published. A segment deleted
-while a reader uses it stays readable: the reader holds a reference on its file.
-
-Failures of the disk become ``LogStorageError``; a failed append is truncated away before
-the error is raised. If even that fails, the log goes offline (every call then raises).
+capacity, fsynced every ``flush.messages``), the log start offset (DeleteRecords,
+retention), the recovery point and its checkpoint, closing and deleting; and the reads,
+lock-free, on the immutable ``LogView`` it publishes after each change (the reading itself
+is ``log_view``'s: whole committed batches as ``FileRegion``s, timestamp lookups). A reader
+sees only batches fully written (and fsynced, when the flush policy asks) before the view
+was published. Every public method is thread-safe: the server calls them from worker
+threads. Failures of the disk become ``LogStorageError``; a failed append is truncated away
+before the error is raised; if even that fails, the log goes offline (every call raises).
 It must not validate producers' batches (``records.validate_batches`` does) nor know about
 topics, requests or trio.
 """
@@ -26,14 +21,12 @@ import threading
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from contextlib import suppress
 from pathlib import Path
 
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.primitives import FileRegion
-from trio_broker.records.header import BatchHeader, Compression, TimestampType
-from trio_broker.records.reader import iter_records
+from trio_broker.records.header import BatchHeader
 from trio_broker.records.stamping import assign_offsets
 from trio_broker.records.validation import ValidatedRecords
 
@@ -41,32 +34,22 @@ from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
 from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
-from .handles import FileHandle
 from .loader import LoadStats, load_segments
+from .log_view import (
+    LogView,
+    SegmentGone,
+    max_timestamp_in,
+    offset_for_timestamp,
+    read_batches,
+)
 from .producer_state import BatchMeta, ProducerStateError, ProducerStateManager
 from .results import AppendInfo, ReadInfo
-from .scan import BatchScanner, read_header
+from .scan import BatchScanner
 from .segment import LogSegment, SegmentDamaged
 
 logger = logging.getLogger(__name__)
 
 _READ_RETRIES = 8
-
-
-class _SegmentGone(Exception):
-    """A segment of the reader's view was deleted before the reader got a reference."""
-
-
-@dataclass(frozen=True, slots=True)
-class _View:
-    segments: tuple[LogSegment, ...]
-    bases: tuple[int, ...]
-    active_size: int
-    log_start_offset: int
-    log_end_offset: int
-
-    def size_of(self, i: int) -> int:
-        return self.active_size if i == len(self.segments) - 1 else self.segments[i].size
 
 
 class PartitionLog:
@@ -168,7 +151,7 @@ class PartitionLog:
 
     def _publish(self) -> None:
         active = self._segments[-1]
-        self._view = _View(
+        self._view = LogView(
             self._seg_tuple, self._bases, active.size, self._log_start, active.next_offset
         )
 
@@ -420,17 +403,7 @@ class PartitionLog:
 
     # -- reading -----------------------------------------------------------------------
 
-    @contextmanager
-    def _reference(self, segment: LogSegment) -> Iterator[FileHandle]:
-        handle = segment.acquire()
-        if handle is None:
-            raise _SegmentGone
-        try:
-            yield handle
-        finally:
-            handle.close()
-
-    def _snapshot(self) -> _View:
+    def _snapshot(self) -> LogView:
         self._check_usable()
         return self._view
 
@@ -458,10 +431,10 @@ class PartitionLog:
             )
             regions: list[FileRegion] = []
             try:
-                next_offset = self._read_view(
+                next_offset = read_batches(
                     view, fetch_offset, max_bytes, min_one_batch, limit, regions
                 )
-            except _SegmentGone:
+            except SegmentGone:
                 for region in regions:
                     region.release()
                 continue
@@ -480,74 +453,6 @@ class PartitionLog:
             )
         raise LogStorageError(f"{self.directory.name}: read kept racing with deletions")
 
-    def _read_view(
-        self,
-        view: _View,
-        target: int,
-        budget: int,
-        min_one_batch: bool,
-        limit: int,
-        regions: list[FileRegion],
-    ) -> int:
-        i = max(0, bisect_right(view.bases, target) - 1)
-        while i < len(view.segments) and target < limit:
-            segment = view.segments[i]
-            size = view.size_of(i)
-            handle = segment.acquire()
-            if handle is None:
-                raise _SegmentGone
-            keep = False
-            try:
-                fd = handle.fileno()
-                found = segment.find_batch(fd, target, size)
-                if found is None:
-                    i += 1
-                    continue
-                start, first = found
-                if first.next_offset > limit:
-                    return target
-                if first.size > budget:
-                    if regions or not min_one_batch:
-                        return target
-                    end, target, more = start + first.size, first.next_offset, False
-                else:
-                    end, target, more = self._extend(segment, fd, start, size, budget, limit)
-                regions.append(FileRegion(handle, start, end - start))
-                keep = True
-                budget -= end - start
-                if not more or budget <= 0:
-                    return target
-                i += 1
-            finally:
-                if not keep:
-                    handle.close()
-        return target
-
-    @staticmethod
-    def _extend(
-        segment: LogSegment, fd: int, start: int, size: int, budget: int, limit: int
-    ) -> tuple[int, int, bool]:
-        """Grow a run of whole batches from ``start``; returns (end, next offset, whether
-        the run reached the end of the segment)."""
-        position = start
-        next_offset = -1
-        entry = segment.offset_index.last_entry_within(start + budget, limit)
-        if entry is not None and entry[1] > start:
-            position = entry[1]  # every batch before an index entry fits: jump there
-        while position < size:
-            h = read_header(fd, position)
-            if h is None or position + h.size > size:
-                break
-            if position + h.size - start > budget or h.next_offset > limit:
-                return position, h.base_offset, False
-            position += h.size
-            next_offset = h.next_offset
-        if next_offset < 0:
-            # Jumped to an index entry and stopped at once: its batch starts the next read.
-            h = read_header(fd, position)
-            next_offset = h.base_offset if h is not None else segment.next_offset
-        return position, next_offset, position >= size
-
     # -- timestamps --------------------------------------------------------------------
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
@@ -560,80 +465,19 @@ class PartitionLog:
         for _ in range(_READ_RETRIES):
             view = self._snapshot()
             try:
-                return self._offset_for_timestamp(view, timestamp)
-            except _SegmentGone:
+                return offset_for_timestamp(view, timestamp)
+            except SegmentGone:
                 continue
             except OSError as exc:
                 raise self._storage_error("timestamp lookup", exc) from exc
         raise LogStorageError(f"{self.directory.name}: lookup kept racing with deletions")
 
-    def _offset_for_timestamp(self, view: _View, timestamp: int) -> tuple[int, int] | None:
-        min_offset = view.log_start_offset
-        for i, segment in enumerate(view.segments):
-            if segment.max_timestamp < timestamp:
-                continue
-            size = view.size_of(i)
-            with self._reference(segment) as handle:
-                fd = handle.fileno()
-                position = 0
-                entry = segment.time_index.lookup(timestamp)
-                if entry is not None:
-                    position = segment.offset_index.lookup(entry[1])[1]
-                if min_offset > segment.base_offset:
-                    position = max(position, segment.offset_index.lookup(min_offset)[1])
-                while position < size:
-                    h = read_header(fd, position)
-                    if h is None or position + h.size > size:
-                        break
-                    if h.max_timestamp >= timestamp and h.next_offset > min_offset:
-                        found = self._record_at_or_after(
-                            segment, fd, position, h, timestamp, min_offset
-                        )
-                        if found is not None:
-                            return found
-                    position += h.size
-        return None
-
-    @staticmethod
-    def _record_at_or_after(
-        segment: LogSegment, fd: int, position: int, h: BatchHeader, timestamp: int, min_offset: int
-    ) -> tuple[int, int] | None:
-        if h.compression not in (Compression.NONE, Compression.GZIP):
-            return max(h.base_offset, min_offset), h.max_timestamp
-        if h.timestamp_type is TimestampType.LOG_APPEND_TIME:
-            return max(h.base_offset, min_offset), h.max_timestamp
-        for record in iter_records(segment.read_batch(fd, position, h)):
-            if record.offset >= min_offset and record.timestamp_ms >= timestamp:
-                return record.offset, record.timestamp_ms
-        return None
-
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
-        view = self._snapshot()
-        best: LogSegment | None = None
-        best_index = -1
-        for i, segment in enumerate(view.segments):
-            if segment.max_timestamp >= 0 and (
-                best is None or segment.max_timestamp > best.max_timestamp
-            ):
-                best, best_index = segment, i
-        if best is None:
-            return None
-        max_ts, batch_offset = best.max_timestamp, best.offset_of_max_timestamp
         try:
-            with self._reference(best) as handle:
-                fd = handle.fileno()
-                found = best.find_batch(fd, batch_offset, view.size_of(best_index))
-                if found is not None:
-                    position, h = found
-                    exact = self._record_at_or_after(best, fd, position, h, max_ts, 0)
-                    if exact is not None:
-                        return exact
-        except _SegmentGone:
-            pass
+            return max_timestamp_in(self._snapshot())
         except OSError as exc:
             raise self._storage_error("timestamp lookup", exc) from exc
-        return batch_offset, max_ts
 
     # -- deletion ----------------------------------------------------------------------
 
