@@ -125,7 +125,7 @@ class Broker:
                 port=lc.port,
                 security_protocol=lc.security_protocol,
                 plane="control" if lc.name == control else "data",
-                security=security[lc.security_protocol],
+                security=security[lc.name],
             )
             for lc in config.listeners
         ]

@@ -22,8 +22,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .config_checks import cross_check, resolve_synonyms
-from .config_keys import BROKER_CONFIG_DEF, BROKER_SYNONYMS, DYNAMIC_KEYS, LISTENER_KEYS, known_key
+from .config_checks import ListenerSettings, cross_check, resolve_synonyms
+from .config_keys import (
+    BROKER_CONFIG_DEF,
+    BROKER_SYNONYMS,
+    DYNAMIC_KEYS,
+    LISTENER_KEYS,
+    known_key,
+    listener_key,
+)
 from .config_syntax import (
     ListenerConfig,
     SecurityProtocol,
@@ -46,6 +53,7 @@ __all__ = [
     "ConfigError",
     "ConfigSource",
     "ListenerConfig",
+    "ListenerSettings",
     "Password",
     "SecurityProtocol",
     "load_config",
@@ -80,6 +88,7 @@ class BrokerConfig(Mapping[str, Any]):
         "_originals",
         "_origins",
         "_protocols",
+        "_security",
         "_values",
     )
 
@@ -110,7 +119,8 @@ class BrokerConfig(Mapping[str, Any]):
         self._origins = MappingProxyType({name: given.get(name, "file") for name in originals})
         self._dynamic = MappingProxyType(dynamic)
         self._values = MappingProxyType(values)
-        self._protocols, self._listeners, self._advertised, self._admin = cross_check(values)
+        checked = cross_check(values)
+        self._protocols, self._listeners, self._advertised, self._admin, self._security = checked
 
     # ---- Mapping: typed values by key
     def __getitem__(self, name: str) -> Any:
@@ -267,6 +277,12 @@ class BrokerConfig(Mapping[str, Any]):
         """``listener.name.<listener>.<key>`` if set, else None (see ``LISTENER_KEYS``)."""
         return self._values.get(f"listener.name.{listener.lower()}.{key}")
 
+    def listener_security_settings(self, listener: str) -> ListenerSettings:
+        """The ``ssl.*`` and ``sasl.enabled.mechanisms`` values listener ``listener`` uses:
+        its ``listener.name.<l>.`` overrides over the broker-wide keys, as in Kafka
+        (``ssl.client.auth`` on SASL_SSL only with the prefix). KeyError if no such listener."""
+        return self._security[listener.upper()]
+
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
         return parse_ip_overrides(self._values["max.connections.per.ip.overrides"])
@@ -326,7 +342,9 @@ def not_dynamic(key: ConfigKey, raw: str | None) -> ConfigError:
 def masked(settings: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(
         {
-            name: HIDDEN if (k := BROKER_CONFIG_DEF.get(name)) is not None and k.sensitive else v
+            name: HIDDEN
+            if (k := BROKER_CONFIG_DEF.get(name) or listener_key(name)) is not None and k.sensitive
+            else v
             for name, v in settings.items()
         }
     )

@@ -3,7 +3,9 @@
 Owns: the key table (``BROKER_CONFIG_DEF``: type, default, validator, dynamic flag and doc
 of every key, in documentation order), ``DYNAMIC_KEYS``, ``BROKER_SYNONYMS`` (keys whose
 value may come from others), ``LISTENER_KEYS`` (what ``listener.name.<l>.<key>`` may
-set) and ``known_key``, which finds a key's definition or says why a name is unknown.
+set; ``LISTENER_SECURITY_KEYS``: the ``ssl.*`` keys and ``sasl.enabled.mechanisms`` among
+them), ``listener_key`` and ``known_key``, which finds a key's definition or says why a name
+is unknown.
 """
 
 from __future__ import annotations
@@ -576,20 +578,47 @@ BROKER_SYNONYMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 
 # Keys a listener may set for itself, as ``listener.name.<listener>.<key>`` (Kafka's
 # per-listener overrides); the listener part is lower case, as Kafka writes it.
-LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate"})
-LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
+LISTENER_SECURITY_KEYS: tuple[str, ...] = (
+    "sasl.enabled.mechanisms",
+    *(k.name for k in _KEYS if k.name.startswith("ssl.")),
+)
+"""The security keys a listener may override; ``BrokerConfig.listener_security_settings``
+gives a listener's effective values (its ``listener.name.<l>.`` one, else the broker's)."""
+LISTENER_KEYS = frozenset(
+    {"max.connections", "max.connection.creation.rate", *LISTENER_SECURITY_KEYS}
+)
+LISTENER_PREFIX = re.compile(r"listener\.name\.([A-Za-z0-9_-]+)\.(.+)")
+
+
+def listener_key(name: str) -> ConfigKey | None:
+    """The definition of a well-formed ``listener.name.<l>.<key>`` name; None otherwise."""
+    m = LISTENER_PREFIX.fullmatch(name)
+    if m is None or m.group(1) != m.group(1).lower() or m.group(2) not in LISTENER_KEYS:
+        return None
+    base = BROKER_CONFIG_DEF[m.group(2)]
+    return ConfigKey(name, base.type, None, base.doc, base.validator, dynamic=base.dynamic)
 
 
 def known_key(name: str, raw: str | None) -> ConfigKey:
-    key = BROKER_CONFIG_DEF.get(name)
-    if key is None and (m := LISTENER_PREFIX.fullmatch(name)) and m.group(2) in LISTENER_KEYS:
-        base = BROKER_CONFIG_DEF[m.group(2)]
-        return ConfigKey(name, base.type, None, base.doc, base.validator, dynamic=base.dynamic)
-    if key is None:
-        shown = HIDDEN if raw is not None and looks_sensitive(name) else raw
-        reason = "unknown configuration key"
-        close = difflib.get_close_matches(name, list(BROKER_CONFIG_DEF), n=1)
+    key = BROKER_CONFIG_DEF.get(name) or listener_key(name)
+    if key is not None:
+        return key
+    shown = HIDDEN if raw is not None and looks_sensitive(name) else raw
+    reason = "unknown configuration key"
+    m = LISTENER_PREFIX.fullmatch(name)
+    if m is not None and m.group(1) != m.group(1).lower():
+        lower = f"listener.name.{m.group(1).lower()}.{m.group(2)}"
+        raise ConfigError(name, shown, f"listener names are lower case here, as in Kafka ({lower})")
+    if m is not None:
+        close = difflib.get_close_matches(m.group(2), sorted(LISTENER_KEYS), n=1)
+        reason = (
+            f"unknown configuration key: {m.group(2)} cannot be set per listener "
+            f"(listener.name.{m.group(1)}. takes {', '.join(sorted(LISTENER_KEYS))})"
+        )
         if close:
-            reason += f" (did you mean {close[0]}?)"
+            reason += f" (did you mean listener.name.{m.group(1)}.{close[0]}?)"
         raise ConfigError(name, shown, reason)
-    return key
+    close = difflib.get_close_matches(name, list(BROKER_CONFIG_DEF), n=1)
+    if close:
+        reason += f" (did you mean {close[0]}?)"
+    raise ConfigError(name, shown, reason)
