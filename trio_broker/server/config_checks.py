@@ -269,10 +269,16 @@ def check_key_store(settings: ListenerSettings) -> None:
     location = settings["ssl.keystore.location"]
     key, chain = settings["ssl.keystore.key"], settings["ssl.keystore.certificate.chain"]
     if location is not None and (key is not None or chain is not None):
+        # name the listener's own key when it is one of the two (the other is broker-wide)
+        given = [k for k in ("ssl.keystore.key", "ssl.keystore.certificate.chain") if settings[k]]
+        named = [settings.name(k) for k in ("ssl.keystore.location", *given)]
+        own = [n for n in named if n.startswith("listener.name.")]
+        name = own[0] if own else named[0]
         raise ConfigError(
-            settings.name("ssl.keystore.location"),
-            location,
-            "set either ssl.keystore.location or ssl.keystore.key/certificate.chain, not both",
+            name,
+            location if name.endswith("ssl.keystore.location") else None,
+            "set either ssl.keystore.location or ssl.keystore.key/certificate.chain, not both "
+            f"(set: {', '.join(named)})",
         )
     if (key is None) != (chain is None):
         missing = "ssl.keystore.certificate.chain" if chain is None else "ssl.keystore.key"

@@ -596,7 +596,7 @@ def listener_key(name: str) -> ConfigKey | None:
     if m is None or m.group(1) != m.group(1).lower() or m.group(2) not in LISTENER_KEYS:
         return None
     base = BROKER_CONFIG_DEF[m.group(2)]
-    return ConfigKey(name, base.type, None, base.doc, base.validator, dynamic=base.dynamic)
+    return ConfigKey(name, base.type, base.default, base.doc, base.validator, dynamic=base.dynamic)
 
 
 def known_key(name: str, raw: str | None) -> ConfigKey:
