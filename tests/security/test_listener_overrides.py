@@ -129,6 +129,7 @@ def test_a_listener_uses_its_own_settings_over_the_broker_wide_ones() -> None:
 def test_a_listener_password_is_masked_like_the_broker_wide_one() -> None:
     config = BrokerConfig({**TWO_LISTENERS, "listener.name.ssl.ssl.key.password": "s3cret"})
     assert config.originals["listener.name.ssl.ssl.key.password"] == "[hidden]"
+    assert config.effective()["listener.name.ssl.ssl.key.password"] == "[hidden]"
     assert "s3cret" not in repr(config)
     err = error_of({"listener.name.nope.ssl.key.password": "s3cret"})
     assert "s3cret" not in str(err)

@@ -1,12 +1,15 @@
 """docs/operations.md's TLS/SASL example, run as written: its properties block added to the
 shipped config/server.properties, the broker started on it (as ``scripts/start`` does, the
 ports moved to 0), and its shell commands (curl and kcat) run against that broker. SASL_SSL
-works without a client certificate although ``ssl.client.auth=required``; SSL needs one."""
+works without a client certificate although ``ssl.client.auth=required``; SSL needs one;
+the admin API shows the example's listener setting."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,3 +138,15 @@ def test_the_broker_says_the_broker_wide_client_auth_skips_sasl_ssl(doc_broker: 
     lines = [line for line in doc_broker.broker.log if "does not apply to SASL_SSL" in line]
     assert len(lines) == 1
     assert "listener.name.sasl_ssl.ssl.client.auth" in lines[0]
+
+
+def test_the_admin_api_shows_the_listener_setting_and_where_it_came_from(
+    doc_broker: Running,
+) -> None:
+    assert doc_broker.broker.admin_url is not None
+    url = doc_broker.broker.admin_url.rstrip("/") + "/v1/config"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body = json.load(response)
+    key = "listener.name.sasl_ssl.sasl.enabled.mechanisms"
+    assert body["config"][key] == "SCRAM-SHA-512"
+    assert body["sources"][key] == "file"

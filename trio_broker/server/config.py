@@ -151,12 +151,17 @@ class BrokerConfig(Mapping[str, Any]):
         return DYNAMIC_KEYS
 
     def effective(self) -> dict[str, str | None]:
-        """Every key's effective value as text (``None``: unset), passwords ``[hidden]``."""
-        return {name: render(self._values[name]) for name in BROKER_CONFIG_DEF}
+        """Every key's effective value as text (``None``: unset), passwords ``[hidden]``;
+        after the broker-wide keys, the ``listener.name.<l>.<key>`` settings given."""
+        return {name: render(self._values[name]) for name in self._names()}
+
+    def _names(self) -> list[str]:
+        listener_keys = sorted(n for n in self._values if n not in BROKER_CONFIG_DEF)
+        return [*BROKER_CONFIG_DEF, *listener_keys]
 
     def source(self, name: str) -> ConfigSource:
         """Where ``name``'s value came from (a synonym setting it counts)."""
-        if name not in BROKER_CONFIG_DEF:
+        if name not in self._values:
             raise KeyError(name)
         synonyms = BROKER_SYNONYMS.get(name, (name,))
         if any(s in self._dynamic for s in synonyms):
@@ -168,7 +173,7 @@ class BrokerConfig(Mapping[str, Any]):
     def origin(self, name: str) -> str:
         """Which layer set ``name`` (a synonym setting it counts): ``default``, ``file``,
         ``env`` (a ``TRIO_BROKER_*`` variable), ``override`` or ``dynamic``."""
-        if name not in BROKER_CONFIG_DEF:
+        if name not in self._values:
             raise KeyError(name)
         synonyms = BROKER_SYNONYMS.get(name, (name,))
         if any(s in self._dynamic for s in synonyms):
@@ -179,8 +184,8 @@ class BrokerConfig(Mapping[str, Any]):
         return "default"
 
     def origins(self) -> dict[str, str]:
-        """``origin`` of every key."""
-        return {name: self.origin(name) for name in BROKER_CONFIG_DEF}
+        """``origin`` of every key (and of each ``listener.name.<l>.<key>`` given)."""
+        return {name: self.origin(name) for name in self._names()}
 
     def describe(self) -> dict[str, ConfigEntry]:
         """Every key as DescribeConfigs reports it for the broker resource."""
