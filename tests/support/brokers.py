@@ -129,6 +129,7 @@ class BrokerProcess:
     ``TRIO_BROKER_*`` variable it sees: those of the test run's environment are dropped,
     only ``env`` (added to the environment) gives some. ``storage_delay_ms`` starts it
     through ``bench/slow_disk_broker.py``: every storage operation waits that long first.
+    ``cwd`` is its working directory (relative paths in its config are relative to it).
     """
 
     def __init__(
@@ -140,8 +141,10 @@ class BrokerProcess:
         env: dict[str, str] | None = None,
         extra_args: list[str] | None = None,
         storage_delay_ms: float = 0.0,
+        cwd: Path | None = None,
     ):
         self.data_dir = data_dir
+        self.cwd = cwd
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("TRIO_BROKER_")},
             **(env or {}),
@@ -169,6 +172,7 @@ class BrokerProcess:
             stdout=subprocess.DEVNULL,
             text=True,
             env=self.env,
+            cwd=self.cwd,
         )
         assert self.proc.stderr is not None
         # Read stderr until the one "started" line (the broker writes listeners.json first).
@@ -194,6 +198,7 @@ class BrokerProcess:
             stderr=subprocess.PIPE,
             text=True,
             env=self.env,
+            cwd=self.cwd,
             timeout=timeout,
         )
         return out.returncode, out.stderr.splitlines()

@@ -49,7 +49,7 @@ from ..network.mute import MuteState
 from ..security.scram import CredentialError, ScramCredential, new_credential
 from .admin_acls import AclAdmin
 from .config import BrokerConfig, ConfigError
-from .config_keys import known_key
+from .config_names import known_key
 from .quotas import QUOTA_KEYS, QuotaEntity, QuotaError
 from .startup import StartupError
 

@@ -133,7 +133,7 @@ class Broker:
                 port=lc.port,
                 security_protocol=lc.security_protocol,
                 plane="control" if lc.name == control else "data",
-                security=security[lc.security_protocol],
+                security=security[lc.name],
                 processors=config.listener_setting(lc.name, "num.network.threads"),
             )
             for lc in config.listeners

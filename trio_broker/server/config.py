@@ -22,8 +22,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .config_checks import cross_check, resolve_synonyms
-from .config_keys import BROKER_CONFIG_DEF, BROKER_SYNONYMS, DYNAMIC_KEYS, LISTENER_KEYS, known_key
+from .config_checks import ListenerSettings, cross_check, resolve_synonyms
+from .config_keys import BROKER_CONFIG_DEF, BROKER_SYNONYMS, DYNAMIC_KEYS
+from .config_names import LISTENER_KEYS, known_key, listener_key
 from .config_syntax import (
     ListenerConfig,
     SecurityProtocol,
@@ -46,6 +47,7 @@ __all__ = [
     "ConfigError",
     "ConfigSource",
     "ListenerConfig",
+    "ListenerSettings",
     "Password",
     "SecurityProtocol",
     "load_config",
@@ -80,6 +82,7 @@ class BrokerConfig(Mapping[str, Any]):
         "_originals",
         "_origins",
         "_protocols",
+        "_security",
         "_values",
     )
 
@@ -110,7 +113,8 @@ class BrokerConfig(Mapping[str, Any]):
         self._origins = MappingProxyType({name: given.get(name, "file") for name in originals})
         self._dynamic = MappingProxyType(dynamic)
         self._values = MappingProxyType(values)
-        self._protocols, self._listeners, self._advertised, self._admin = cross_check(values)
+        checked = cross_check(values)
+        self._protocols, self._listeners, self._advertised, self._admin, self._security = checked
 
     # ---- Mapping: typed values by key
     def __getitem__(self, name: str) -> Any:
@@ -146,12 +150,17 @@ class BrokerConfig(Mapping[str, Any]):
         return DYNAMIC_KEYS
 
     def effective(self) -> dict[str, str | None]:
-        """Every key's effective value as text (``None``: unset), passwords ``[hidden]``."""
-        return {name: render(self._values[name]) for name in BROKER_CONFIG_DEF}
+        """Every key's effective value as text (``None``: unset), passwords ``[hidden]``;
+        after the broker-wide keys, the ``listener.name.<l>.<key>`` settings given."""
+        return {name: render(self._values[name]) for name in self._names()}
+
+    def _names(self) -> list[str]:
+        listener_keys = sorted(n for n in self._values if n not in BROKER_CONFIG_DEF)
+        return [*BROKER_CONFIG_DEF, *listener_keys]
 
     def source(self, name: str) -> ConfigSource:
         """Where ``name``'s value came from (a synonym setting it counts)."""
-        if name not in BROKER_CONFIG_DEF:
+        if name not in self._values:
             raise KeyError(name)
         synonyms = BROKER_SYNONYMS.get(name, (name,))
         if any(s in self._dynamic for s in synonyms):
@@ -163,7 +172,7 @@ class BrokerConfig(Mapping[str, Any]):
     def origin(self, name: str) -> str:
         """Which layer set ``name`` (a synonym setting it counts): ``default``, ``file``,
         ``env`` (a ``TRIO_BROKER_*`` variable), ``override`` or ``dynamic``."""
-        if name not in BROKER_CONFIG_DEF:
+        if name not in self._values:
             raise KeyError(name)
         synonyms = BROKER_SYNONYMS.get(name, (name,))
         if any(s in self._dynamic for s in synonyms):
@@ -174,8 +183,8 @@ class BrokerConfig(Mapping[str, Any]):
         return "default"
 
     def origins(self) -> dict[str, str]:
-        """``origin`` of every key."""
-        return {name: self.origin(name) for name in BROKER_CONFIG_DEF}
+        """``origin`` of every key (and of each ``listener.name.<l>.<key>`` given)."""
+        return {name: self.origin(name) for name in self._names()}
 
     def describe(self) -> dict[str, ConfigEntry]:
         """Every key as DescribeConfigs reports it for the broker resource."""
@@ -272,6 +281,12 @@ class BrokerConfig(Mapping[str, Any]):
         """``listener.name.<listener>.<key>`` if set, else None (see ``LISTENER_KEYS``)."""
         return self._values.get(f"listener.name.{listener.lower()}.{key}")
 
+    def listener_security_settings(self, listener: str) -> ListenerSettings:
+        """The ``ssl.*`` and ``sasl.enabled.mechanisms`` values listener ``listener`` uses:
+        its ``listener.name.<l>.`` overrides over the broker-wide keys, as in Kafka
+        (``ssl.client.auth`` on SASL_SSL only with the prefix). KeyError if no such listener."""
+        return self._security[listener.upper()]
+
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:
         return parse_ip_overrides(self._values["max.connections.per.ip.overrides"])
@@ -331,7 +346,9 @@ def not_dynamic(key: ConfigKey, raw: str | None) -> ConfigError:
 def masked(settings: Mapping[str, str]) -> Mapping[str, str]:
     return MappingProxyType(
         {
-            name: HIDDEN if (k := BROKER_CONFIG_DEF.get(name)) is not None and k.sensitive else v
+            name: HIDDEN
+            if (k := BROKER_CONFIG_DEF.get(name) or listener_key(name)) is not None and k.sensitive
+            else v
             for name, v in settings.items()
         }
     )

@@ -3,16 +3,19 @@
 Owns: ``resolve_synonyms`` (``log.retention.ms`` > ``.minutes`` > ``.hours``,
 ``log.roll.ms`` > ``.hours``, ``log.dirs`` > ``log.dir``, ``node.id`` = ``broker.id``) and
 ``cross_check`` (listeners against the security protocol map, the control-plane listener,
-distinct names and ports, admin listeners, key stores), which also builds the listener
-views a ``BrokerConfig`` offers.
+distinct names and ports, admin listeners, ``listener.name.<l>.<key>`` overrides, key
+stores), which also builds the listener views a ``BrokerConfig`` offers, and
+``ListenerSettings``: one listener's effective security settings, Kafka's rules applied.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from .config_names import LISTENER_PREFIX, LISTENER_SECURITY_KEYS
 from .config_syntax import (
     MS_PER_HOUR,
     MS_PER_MINUTE,
@@ -56,6 +59,43 @@ def resolve_synonyms(values: dict[str, Any], explicit: Mapping[str, str]) -> Non
         values["log.flush.interval.ms"] = values["log.flush.scheduler.interval.ms"]
 
 
+@dataclass(frozen=True, slots=True)
+class ListenerSettings:
+    """The security settings (``LISTENER_SECURITY_KEYS``) one listener uses, as in Kafka:
+    its ``listener.name.<l>.<key>`` if set, else the broker-wide ``<key>``; except that a
+    SASL_SSL listener's ``ssl.client.auth`` is only ever its own (Kafka ignores the
+    broker-wide one there, KIP-684): unset, SASL_SSL clients are not asked for a
+    certificate. ``name(key)`` is the key that gave the value, for error messages."""
+
+    listener: ListenerConfig
+    values: Mapping[str, Any]
+    names: Mapping[str, str]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def name(self, key: str) -> str:
+        return self.names[key]
+
+
+def listener_settings(values: Mapping[str, Any], listener: ListenerConfig) -> ListenerSettings:
+    prefix = f"listener.name.{listener.name.lower()}."
+    effective: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for key in LISTENER_SECURITY_KEYS:
+        own = values.get(prefix + key)
+        sasl_ssl_auth = (
+            key == "ssl.client.auth" and listener.security_protocol is SecurityProtocol.SASL_SSL
+        )
+        if own is not None or sasl_ssl_auth:
+            effective[key] = "none" if own is None else own
+            names[key] = prefix + key
+        else:
+            effective[key] = values[key]
+            names[key] = key
+    return ListenerSettings(listener, MappingProxyType(effective), MappingProxyType(names))
+
+
 def cross_check(
     values: Mapping[str, Any],
 ) -> tuple[
@@ -63,6 +103,7 @@ def cross_check(
     tuple[ListenerConfig, ...],
     tuple[ListenerConfig, ...],
     tuple[tuple[str, int], ...],
+    Mapping[str, ListenerSettings],
 ]:
     """Check what single keys cannot, and build the listener views."""
 
@@ -136,18 +177,25 @@ def cross_check(
             raise fail("admin.listeners", f"port {port} is already used by another listener")
         admin_ports.add(port)
 
-    check_key_store(values)
-    has_key_store = values["ssl.keystore.location"] is not None or values["ssl.keystore.key"]
+    check_listener_keys(values, listeners)
+    check_key_store(broker_wide(values))
+    settings: dict[str, ListenerSettings] = {}
     for lis in listeners:
-        if lis.security_protocol in TLS and not has_key_store:
-            raise fail(
-                "listeners",
-                f"listener {lis.name} uses {lis.security_protocol}, which needs a key store "
-                "(ssl.keystore.location, or ssl.keystore.key and certificate.chain)",
-            )
-        if lis.security_protocol in SASL and not values["sasl.enabled.mechanisms"]:
-            raise fail(
-                "sasl.enabled.mechanisms",
+        own = settings[lis.name] = listener_settings(values, lis)
+        if lis.security_protocol in TLS:
+            check_key_store(own)
+            if own["ssl.keystore.location"] is None and own["ssl.keystore.key"] is None:
+                raise fail(
+                    "listeners",
+                    f"listener {lis.name} uses {lis.security_protocol}, which needs a key store "
+                    "(ssl.keystore.location, or ssl.keystore.key and certificate.chain, "
+                    f"broker-wide or as listener.name.{lis.name.lower()}.ssl.*)",
+                )
+        mechanisms = own.name("sasl.enabled.mechanisms")
+        if lis.security_protocol in SASL and not own["sasl.enabled.mechanisms"]:
+            raise ConfigError(
+                mechanisms,
+                render(own["sasl.enabled.mechanisms"]),
                 f"listener {lis.name} uses {lis.security_protocol}, which needs a mechanism",
             )
 
@@ -174,18 +222,66 @@ def cross_check(
             "max.connections.per.ip",
             "0 refuses every address unless max.connections.per.ip.overrides is set",
         )
-    return MappingProxyType(protocols), listeners, advertised, admin
+    return MappingProxyType(protocols), listeners, advertised, admin, MappingProxyType(settings)
 
 
-def check_key_store(values: Mapping[str, Any]) -> None:
-    location = values["ssl.keystore.location"]
-    key, chain = values["ssl.keystore.key"], values["ssl.keystore.certificate.chain"]
+def check_listener_keys(values: Mapping[str, Any], listeners: tuple[ListenerConfig, ...]) -> None:
+    """A ``listener.name.<l>.<key>`` must name a listener of ``listeners``, and a security
+    key must be one that listener's protocol uses: none is silently ignored."""
+    by_name = {lis.name: lis for lis in listeners}
+    for name, value in values.items():
+        m = LISTENER_PREFIX.fullmatch(name)
+        if m is None:
+            continue
+        listener, key = m.group(1).upper(), m.group(2)
+        lis = by_name.get(listener)
+        if lis is None:
+            raise ConfigError(
+                name,
+                render(value),
+                f"no listener {listener} in listeners ({', '.join(by_name)})",
+            )
+        if key.startswith("ssl.") and lis.security_protocol not in TLS:
+            raise ConfigError(
+                name,
+                render(value),
+                f"listener {listener} uses {lis.security_protocol}, which has no TLS",
+            )
+        if key == "sasl.enabled.mechanisms" and lis.security_protocol not in SASL:
+            raise ConfigError(
+                name,
+                render(value),
+                f"listener {listener} uses {lis.security_protocol}, which has no SASL",
+            )
+
+
+def broker_wide(values: Mapping[str, Any]) -> ListenerSettings:
+    """The broker-wide security keys, shaped as a listener's settings (for the checks)."""
+    keys = LISTENER_SECURITY_KEYS
+    return ListenerSettings(
+        ListenerConfig("", "", 0, SecurityProtocol.PLAINTEXT),
+        MappingProxyType({k: values[k] for k in keys}),
+        MappingProxyType({k: k for k in keys}),
+    )
+
+
+def check_key_store(settings: ListenerSettings) -> None:
+    location = settings["ssl.keystore.location"]
+    key, chain = settings["ssl.keystore.key"], settings["ssl.keystore.certificate.chain"]
     if location is not None and (key is not None or chain is not None):
+        # name the listener's own key when it is one of the two (the other is broker-wide)
+        given = [k for k in ("ssl.keystore.key", "ssl.keystore.certificate.chain") if settings[k]]
+        named = [settings.name(k) for k in ("ssl.keystore.location", *given)]
+        own = [n for n in named if n.startswith("listener.name.")]
+        name = own[0] if own else named[0]
         raise ConfigError(
-            "ssl.keystore.location",
-            location,
-            "set either ssl.keystore.location or ssl.keystore.key/certificate.chain, not both",
+            name,
+            location if name.endswith("ssl.keystore.location") else None,
+            "set either ssl.keystore.location or ssl.keystore.key/certificate.chain, not both "
+            f"(set: {', '.join(named)})",
         )
     if (key is None) != (chain is None):
         missing = "ssl.keystore.certificate.chain" if chain is None else "ssl.keystore.key"
-        raise ConfigError(missing, None, "ssl.keystore.key and its certificate chain go together")
+        raise ConfigError(
+            settings.name(missing), None, "ssl.keystore.key and its certificate chain go together"
+        )

@@ -2,14 +2,12 @@
 
 Owns: the key table (``BROKER_CONFIG_DEF``: type, default, validator, dynamic flag and doc
 of every key, in documentation order), ``DYNAMIC_KEYS``, ``BROKER_SYNONYMS`` (keys whose
-value may come from others), ``LISTENER_KEYS`` (what ``listener.name.<l>.<key>`` may
-set) and ``known_key``, which finds a key's definition or says why a name is unknown.
+value may come from others). Which names a key may have (per-listener keys, the error
+for an unknown name) is ``config_names``'.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -42,16 +40,13 @@ from .config_syntax import (
     whole,
 )
 from .configdef import (
-    HIDDEN,
     INT_MAX,
     LONG_MAX,
     Check,
-    ConfigError,
     ConfigKey,
     ConfigType,
     OneOf,
     Range,
-    looks_sensitive,
 )
 
 
@@ -572,26 +567,3 @@ BROKER_SYNONYMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 """For a key whose value may come from others, all the keys it is resolved from."""
-
-
-# Keys a listener may set for itself, as ``listener.name.<listener>.<key>`` (Kafka's
-# per-listener overrides); the listener part is lower case, as Kafka writes it.
-LISTENER_KEYS = frozenset(
-    {"max.connections", "max.connection.creation.rate", "num.network.threads"}
-)
-LISTENER_PREFIX = re.compile(r"listener\.name\.([a-z0-9_]+)\.(.+)")
-
-
-def known_key(name: str, raw: str | None) -> ConfigKey:
-    key = BROKER_CONFIG_DEF.get(name)
-    if key is None and (m := LISTENER_PREFIX.fullmatch(name)) and m.group(2) in LISTENER_KEYS:
-        base = BROKER_CONFIG_DEF[m.group(2)]
-        return ConfigKey(name, base.type, None, base.doc, base.validator, dynamic=base.dynamic)
-    if key is None:
-        shown = HIDDEN if raw is not None and looks_sensitive(name) else raw
-        reason = "unknown configuration key"
-        close = difflib.get_close_matches(name, list(BROKER_CONFIG_DEF), n=1)
-        if close:
-            reason += f" (did you mean {close[0]}?)"
-        raise ConfigError(name, shown, reason)
-    return key

@@ -1,13 +1,14 @@
-"""The broker's TLS server context, from Kafka's ``ssl.*`` properties.
+"""A TLS listener's server context, from Kafka's ``ssl.*`` properties.
 
-Owns: ``server_ssl_context``. PEM only (``ssl.keystore.type=PEM``): the key store is either
-``ssl.keystore.location`` (one PEM file holding the private key and its certificate chain,
-the key encrypted with ``ssl.key.password`` or not) or the inline pair
-``ssl.keystore.key`` + ``ssl.keystore.certificate.chain``; the trust store
-``ssl.truststore.location`` holds the CA certificates client certificates must chain to;
-``ssl.client.auth`` is ``required``, ``requested`` or ``none``. A key or certificate that
-cannot be loaded stops start-up with a ``ConfigError`` naming the key.
-Blocking file I/O (read once at start-up).
+Owns: ``server_ssl_context``, built from one listener's settings (each ``ssl.*`` key its
+``listener.name.<l>.`` override or the broker-wide one; see ``ListenerSettings``).
+PEM only (``ssl.keystore.type=PEM``): the key store is either ``ssl.keystore.location``
+(one PEM file holding the private key and its certificate chain, the key encrypted with
+``ssl.key.password`` or not) or the inline pair ``ssl.keystore.key`` +
+``ssl.keystore.certificate.chain``; the trust store ``ssl.truststore.location`` holds the
+CA certificates client certificates must chain to; ``ssl.client.auth`` is ``required``,
+``requested`` or ``none``. A key or certificate that cannot be loaded stops start-up with
+a ``ConfigError`` naming the key that gave it. Blocking file I/O (read once at start-up).
 """
 
 from __future__ import annotations
@@ -17,27 +18,29 @@ import ssl
 import tempfile
 from pathlib import Path
 
-from .config import BrokerConfig
+from .config import ListenerSettings
 from .configdef import ConfigError, Password
 
 _VERIFY = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 
 
-def server_ssl_context(config: BrokerConfig) -> ssl.SSLContext:
+def server_ssl_context(settings: ListenerSettings) -> ssl.SSLContext:
     # Not ssl.create_default_context: it would also trust the system's CAs for client
     # certificates; as in Kafka, only the trust store's CAs are trusted.
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    password = _secret(config["ssl.key.password"])
-    location = config["ssl.keystore.location"]
+    password = _secret(settings["ssl.key.password"])
+    location = settings["ssl.keystore.location"]
     if location is not None:
-        _load_chain(context, "ssl.keystore.location", location, location, password)
+        _load_chain(context, settings.name("ssl.keystore.location"), location, location, password)
     else:
-        key = _secret(config["ssl.keystore.key"])
-        chain = _secret(config["ssl.keystore.certificate.chain"])
+        key = _secret(settings["ssl.keystore.key"])
+        chain = _secret(settings["ssl.keystore.certificate.chain"])
         if key is None or chain is None:
             raise ConfigError(
-                "ssl.keystore.location", None, "a TLS listener needs a key store (PEM)"
+                settings.name("ssl.keystore.location"),
+                None,
+                "a TLS listener needs a key store (PEM)",
             )
         # The ssl module loads keys from files only: a private temporary directory
         # holds the inline PEM text for the moment of loading.
@@ -47,38 +50,48 @@ def server_ssl_context(config: BrokerConfig) -> ssl.SSLContext:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "w") as f:
                     f.write(_pem_text(text))
-            _load_chain(context, "ssl.keystore.key", str(chain_file), str(key_file), password)
-    client_auth = config["ssl.client.auth"]
-    trust = config["ssl.truststore.location"]
+            where = settings.name("ssl.keystore.key")
+            _load_chain(context, where, str(chain_file), str(key_file), password, shown=False)
+    client_auth = settings["ssl.client.auth"]
+    trust = settings["ssl.truststore.location"]
     if trust is not None:
         try:
             context.load_verify_locations(cafile=trust)
         except (OSError, ssl.SSLError) as exc:
             raise ConfigError(
-                "ssl.truststore.location", trust, f"cannot load CA certificates: {_why(exc)}"
+                settings.name("ssl.truststore.location"),
+                trust,
+                f"cannot load CA certificates: {_why(exc)}",
             ) from None
     elif client_auth != "none":
         raise ConfigError(
-            "ssl.truststore.location",
+            settings.name("ssl.truststore.location"),
             None,
-            f"ssl.client.auth={client_auth} needs the CA certificates to check clients against",
+            f"{settings.name('ssl.client.auth')}={client_auth} needs the CA certificates "
+            "to check clients against",
         )
     context.verify_mode = _VERIFY[client_auth]
     return context
 
 
 def _load_chain(
-    context: ssl.SSLContext, key: str, certfile: str, keyfile: str, password: str | None
+    context: ssl.SSLContext,
+    key: str,
+    certfile: str,
+    keyfile: str,
+    password: str | None,
+    *,
+    shown: bool = True,
 ) -> None:
-    shown = certfile if key == "ssl.keystore.location" else None
+    value = certfile if shown else None
     try:
         context.load_cert_chain(certfile, keyfile, password=password or None)
     except FileNotFoundError:
-        raise ConfigError(key, shown, "no such file") from None
+        raise ConfigError(key, value, "no such file") from None
     except (OSError, ssl.SSLError) as exc:
         hint = " (wrong or missing ssl.key.password?)" if "PEM lib" in str(exc) else ""
         raise ConfigError(
-            key, shown, f"cannot load the private key and certificate: {_why(exc)}{hint}"
+            key, value, f"cannot load the private key and certificate: {_why(exc)}{hint}"
         ) from None
 
 
