@@ -216,6 +216,7 @@ def test_with_a_token_the_page_shows_live_figures_trends_and_advice(
     page: tuple[BrokerThread, Path],
 ) -> None:
     b, tmp = page
+    assert b.broker is not None
     host, port = b.broker.bound_listeners()["PLAINTEXT"]
     client = WireClient(f"{host}:{port}")
     for _ in range(3):  # errors before the page opens: none in its window
