@@ -3,8 +3,8 @@
 Owns: ``StaticFiles``, the fixed set of files the page needs (its HTML, script and style,
 and uPlot, vendored from npm as built: MIT license, its header and ``uPlot.LICENSE.txt``
 kept), their content types, and reading them once, in a worker thread, on first use.
-The page holds no data: it reads ``/v1/metrics`` and ``/v1/dashboard`` with the token the
-user gives it, so these files are public.
+The page holds no data: it reads ``/v1/metrics``, ``/v1/pools`` and ``/v1/dashboard``
+with the token the user gives it, so these files are public.
 Must not: serve any path outside that fixed set.
 """
 

@@ -2,8 +2,12 @@
  * from /v1/dashboard (the Spark jobs' dashboard.json and the advisor's
  * recommendations.json). Charts are uPlot. With an admin token, open
  * /dashboard#token=<token>: it is kept in sessionStorage and sent as a bearer token.
- * Each chart's element carries data-points (values drawn); <body data-state> becomes
- * "ready" once live figures and trends have both been drawn. */
+ * Without a token where one is needed, the page says so ("token needed: ...") and
+ * <body data-state> is "token-needed".
+ * Each chart's element carries data-points (values drawn), data-gaps (breaks drawn) and
+ * data-y-ticks (the labels of its y axis); <body data-state> becomes "ready" once live
+ * figures and trends have both been drawn, and <body data-scroll-width> tells whether
+ * the page fits its window (data-viewport-width). */
 "use strict";
 
 const COLORS = ["#2f6fdf", "#d9822b", "#2a9d5c", "#c23b3b", "#7a4fc9", "#15868f", "#8a6d3b"];
@@ -17,11 +21,26 @@ const token = (() => {
   return sessionStorage.getItem("trio-broker-token");
 })();
 
+class TokenNeeded extends Error {}
+
 async function api(path) {
   const headers = token ? { Authorization: "Bearer " + token } : {};
   const r = await fetch(path, { headers, cache: "no-store" });
+  if (r.status === 401) {
+    throw new TokenNeeded(token
+      ? "token rejected: open /dashboard#token=... with the admin token (admin.token)"
+      : "token needed: open /dashboard#token=... with the admin token (admin.token)");
+  }
   if (!r.ok) throw new Error(path + ": HTTP " + r.status);
   return r.json();
+}
+
+function showTokenNeeded(message) {
+  document.body.dataset.state = "token-needed";
+  const box = document.getElementById("token-needed");
+  box.hidden = false;
+  box.textContent = message;
+  setStatus(message);
 }
 
 function el(tag, attrs, ...children) {
@@ -35,6 +54,8 @@ function el(tag, attrs, ...children) {
 
 const fmt = (v, digits = 2) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
 const pct = (v) => (v === null || v === undefined ? "–" : Math.round(v * 100) + "%");
+/* "1 connection", "2 connections"; irregular plurals passed in. */
+const plural = (n, one, many = one + "s") => n + " " + (Number(n) === 1 ? one : many);
 
 const done = { live: false, trends: false };
 function markReady(part) {
@@ -44,90 +65,236 @@ function markReady(part) {
 
 /* ---------------------------------------------------------------- charts */
 
-function chart(container, title, unit, xs, series, { width = 420, height = 170 } = {}) {
+/* Tick labels with as many decimals as the step between ticks needs (0.995 and 1 are
+ * told apart); ratios on a fixed 0..1 scale. */
+function tickLabels(splits, incr) {
+  const step = incr || (splits.length > 1 ? Math.abs(splits[1] - splits[0]) : 1);
+  let digits = 0;  // the fewest decimals that write the step exactly (0.0025: 4)
+  while (digits < 6 && step > 0 && Math.abs(step * 10 ** digits - Math.round(step * 10 ** digits)) > 1e-6) digits++;
+  return splits.map((v) => (v === null ? "" : Number(v).toFixed(digits)));
+}
+
+/* Where the time axis skips more than one step, a null point so that the line breaks. */
+function withGaps(xs, seriesValues, step) {
+  if (!step || xs.length < 2) return { xs, values: seriesValues, gaps: 0 };
+  const outX = [xs[0]];
+  const out = seriesValues.map((v) => [v[0]]);
+  let gaps = 0;
+  for (let i = 1; i < xs.length; i++) {
+    if (xs[i] - xs[i - 1] > step * 1.5) {
+      outX.push(xs[i - 1] + step);
+      for (const o of out) o.push(null);
+      gaps += 1;
+    }
+    outX.push(xs[i]);
+    seriesValues.forEach((v, j) => out[j].push(v[i]));
+  }
+  return { xs: outX, values: out, gaps };
+}
+
+/* Breaks in the lines drawn: runs of nulls between values, over all series. */
+function countGaps(series) {
+  let gaps = 0;
+  for (const values of series) {
+    let seen = false, inGap = false;
+    for (const v of values) {
+      if (v === null || v === undefined) { if (seen) inGap = true; }
+      else { if (inGap) gaps += 1; seen = true; inGap = false; }
+    }
+  }
+  return gaps;
+}
+
+/* 420 px, or two charts side by side in a narrow window (800 px). */
+function chartWidth() {
+  const w = document.documentElement.clientWidth;
+  return w >= 1000 ? 420 : Math.max(260, Math.floor((w - 40) / 2) - 24);
+}
+
+function chart(container, title, unit, xs, series, { height = 170 } = {}) {
   const box = el("div", { class: "chart" }, el("div", { class: "title" }, title + " (" + unit + ")"));
   container.append(box);
+  const ratio = unit === "ratio";
   const opts = {
-    width, height,
-    scales: { x: { time: true } },
-    series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 1.5 }))],
-    axes: [{}, { size: 55 }],
+    width: chartWidth(), height,
+    scales: { x: { time: true }, y: ratio ? { range: [0, 1] } : {} },
+    series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false }))],
+    axes: [{}, {
+      size: 60,
+      values: (u, splits, axisIdx, space, incr) => {
+        const labels = tickLabels(splits, incr);
+        box.dataset.yTicks = labels.join(" ");
+        return labels;
+      },
+    }],
     legend: { live: false },
   };
   const u = new uPlot(opts, [xs, ...series.map((s) => s.values)], box);
-  const points = series.reduce((n, s) => n + s.values.filter((v) => v !== null).length, 0);
-  box.dataset.points = String(points);
+  const c = { box, u };
+  describe(c, series.map((s) => s.values));
   box.dataset.chart = title;
-  return { box, u };
+  return c;
+}
+
+function describe(c, values) {
+  c.box.dataset.points = String(values.reduce((n, v) => n + v.filter((x) => x !== null && x !== undefined).length, 0));
+  c.box.dataset.gaps = String(countGaps(values));
 }
 
 /* ------------------------------------------------------------------ live */
 
-const live = { t: [], ioIdle: [], netIdle: {}, depth: [], charts: null };
+/* Live series: one point per poll; a failed poll, or a poll late by more than one
+ * interval, is a null point (a gap in every line). */
+const live = { t: [], ioIdle: [], loopIdle: [], netIdle: {}, depth: [], ioWaiting: [],
+  stallP99: [], stallMax: [], charts: null, lastT: null, gaps: 0 };
+/* Cumulative error counts per request type, as [uptime_s, errors], for windowed rates. */
+const errorHistory = { uptime: null, byName: {} };
+let livePools = null;
 
-function renderLive(m) {
+function pushLive(t, point) {
+  const names = Object.keys(live.netIdle);
+  if (live.lastT !== null && point !== null && t - live.lastT > 2.5 * LIVE_EVERY_MS / 1000) {
+    pushLive(live.lastT + LIVE_EVERY_MS / 1000, null);  // a poll missed: break the lines
+  }
+  live.t.push(t);
+  live.ioIdle.push(point ? point.ioIdle : null);
+  live.loopIdle.push(point ? point.loopIdle : null);
+  live.depth.push(point ? point.depth : null);
+  live.ioWaiting.push(point ? point.ioWaiting : null);
+  live.stallP99.push(point ? point.stallP99 : null);
+  live.stallMax.push(point ? point.stallMax : null);
+  const net = point ? point.netIdle : {};
+  for (const name of new Set([...names, ...Object.keys(net)])) {
+    (live.netIdle[name] = live.netIdle[name] || new Array(live.t.length - 1).fill(null))
+      .push(name in net ? net[name] : null);
+  }
+  if (point === null) live.gaps += 1;
+  else live.lastT = t;
+  if (live.t.length > LIVE_POINTS) {
+    for (const a of [live.t, live.ioIdle, live.loopIdle, live.depth, live.ioWaiting, live.stallP99, live.stallMax]) a.shift();
+    for (const v of Object.values(live.netIdle)) v.shift();
+  }
+}
+
+function drawLive() {
+  const idleSeries = [{ label: "io threads", values: live.ioIdle },
+    ...Object.entries(live.netIdle).map(([n, v]) => ({ label: "network " + n, values: v })),
+    { label: "event loop", values: live.loopIdle }];
+  const depthSeries = [{ label: "data requests", values: live.depth },
+    { label: "storage jobs waiting", values: live.ioWaiting }];
+  const stallSeries = [{ label: "p99", values: live.stallP99 }, { label: "max", values: live.stallMax }];
+  const all = [idleSeries, depthSeries, stallSeries];
+  if (!live.charts || live.charts.series !== idleSeries.length) {
+    const box = document.getElementById("live-charts");
+    box.replaceChildren();
+    live.charts = {
+      series: idleSeries.length,
+      list: [
+        chart(box, "Idle ratio, live", "ratio", live.t, idleSeries),
+        chart(box, "Queue depth, live", "count", live.t, depthSeries),
+        chart(box, "Event loop stall, last second", "ms", live.t, stallSeries),
+      ],
+    };
+  } else {
+    live.charts.list.forEach((c, i) => {
+      c.u.setData([live.t, ...all[i].map((s) => s.values)]);
+      describe(c, all[i].map((s) => s.values));
+    });
+  }
+  const gaps = document.getElementById("live-gaps");
+  gaps.textContent = live.gaps ? plural(live.gaps, "gap") + " (missed polls)" : "";
+  gaps.dataset.gaps = String(live.gaps);
+}
+
+/* Errors per second over the metrics window (as rate_per_s), from the cumulative counts
+ * of the snapshots seen; null until two snapshots span some time. */
+function errorRates(m) {
+  if (errorHistory.uptime !== null && m.uptime_s < errorHistory.uptime) errorHistory.byName = {};  // restarted
+  errorHistory.uptime = m.uptime_s;
+  const window = m.window_s || 60;
+  const rates = {};
+  for (const [name, r] of Object.entries(m.requests)) {
+    const h = (errorHistory.byName[name] = errorHistory.byName[name] || []);
+    h.push([m.uptime_s, r.errors]);
+    while (h.length > 2 && h[1][0] <= m.uptime_s - window) h.shift();
+    const [t0, e0] = h[0];
+    rates[name] = m.uptime_s > t0 ? (r.errors - e0) / (m.uptime_s - t0) : null;
+  }
+  return rates;
+}
+
+function card(name, value, sub, warn) {
+  return el("div", { class: "card" + (warn ? " warn" : "") }, el("div", { class: "name" }, name),
+    el("div", { class: "value" }, value), el("div", { class: "sub" }, sub));
+}
+
+function renderLive(m, pools) {
   document.getElementById("broker").textContent = "broker " + m.broker_id;
+  livePools = pools ? { brokerId: m.broker_id, ...pools } : null;
   const cards = document.getElementById("pools");
   cards.replaceChildren();
   const io = m.pools.io;
-  const card = (name, value, sub, warn) =>
-    el("div", { class: "card" + (warn ? " warn" : "") }, el("div", { class: "name" }, name),
-      el("div", { class: "value" }, value), el("div", { class: "sub" }, sub));
-  cards.append(card("io pool", io.size + " threads", "idle " + pct(io.idle_ratio) + ", busy " + io.busy, io.idle_ratio < 0.2));
+  const ioIdle = io.storage_idle_ratio ?? io.idle_ratio;
+  const ioQueue = io.storage_queue_time_ms || {};
+  cards.append(card("io pool", plural(io.size, "thread"),
+    "idle " + pct(ioIdle) + ", " + plural(io.storage_waiting ?? 0, "job") + " waiting, queue p99 " +
+    fmt(ioQueue.p99, 1) + " ms", ioIdle < 0.2));
   for (const [name, p] of Object.entries(m.pools.network)) {
-    cards.append(card("network " + name, p.size + " threads", "idle " + pct(p.idle_ratio), p.idle_ratio < 0.3));
+    cards.append(card("network " + name, plural(p.size, "thread"), "idle " + pct(p.idle_ratio), p.idle_ratio < 0.3));
+  }
+  const loop = m.event_loop;
+  if (loop) {
+    const last = loop.last_second || {};
+    cards.append(card("event loop", "busy " + pct(loop.busy_ratio),
+      "stall p99 " + fmt(loop.stall_ms && loop.stall_ms.p99, 1) + " ms, max " + fmt(loop.stall_ms && loop.stall_ms.max, 1) +
+      " ms; last second: busy " + pct(last.busy_ratio) + ", stall max " + fmt(last.stall_max_ms, 1) + " ms",
+      loop.busy_ratio >= 0.9));
   }
   for (const [plane, q] of Object.entries(m.request_queue)) {
-    cards.append(card("request queue (" + plane + ")", String(q.size), "of " + q.capacity, q.size > 0));
+    cards.append(card("request queue (" + plane + ")", plural(q.size, "request"), "of " + q.capacity, q.size > 0));
   }
   const c = m.connections;
-  cards.append(card("connections", String(c.count), c.muted + " muted, " + c.throttled + " throttled", false));
+  cards.append(card("connections", plural(c.count, "connection"), c.muted + " muted, " + c.throttled + " throttled", false));
 
+  const rates = errorRates(m);
+  const window = Math.round(m.window_s || 60);
+  document.getElementById("errors-window").textContent = "errors/s (" + window + " s)";
   const body = document.querySelector("#latency tbody");
   body.replaceChildren();
   const names = Object.keys(m.requests).sort((a, b) => m.requests[b].count - m.requests[a].count);
   for (const name of names) {
     const r = m.requests[name];
-    body.append(el("tr", {}, el("td", { class: "text" }, name), el("td", {}, fmt(r.rate_per_s)),
+    body.append(el("tr", { "data-request": name }, el("td", { class: "text" }, name), el("td", {}, fmt(r.rate_per_s)),
       el("td", {}, fmt(r.queue_time_ms.p50, 3)), el("td", {}, fmt(r.queue_time_ms.p99, 3)),
       el("td", {}, fmt(r.local_time_ms.p50, 3)), el("td", {}, fmt(r.local_time_ms.p99, 3)),
       el("td", {}, fmt(r.total_time_ms.p50, 3)), el("td", {}, fmt(r.total_time_ms.p99, 3)),
-      el("td", {}, r.errors)));
+      el("td", { class: "errors" }, fmt(rates[name]))));
   }
 
-  live.t.push(Date.parse(m.ts) / 1000);
-  live.ioIdle.push(io.idle_ratio);
-  live.depth.push(m.request_queue.data ? m.request_queue.data.size : null);
-  for (const [name, p] of Object.entries(m.pools.network)) {
-    (live.netIdle[name] = live.netIdle[name] || new Array(live.t.length - 1).fill(null)).push(p.idle_ratio);
-  }
-  if (live.t.length > LIVE_POINTS) {
-    live.t.shift(); live.ioIdle.shift(); live.depth.shift();
-    for (const v of Object.values(live.netIdle)) v.shift();
-  }
-  const idleSeries = [{ label: "io", values: live.ioIdle },
-    ...Object.entries(live.netIdle).map(([n, v]) => ({ label: "network " + n, values: v }))];
-  if (!live.charts) {
-    const box = document.getElementById("live-charts");
-    live.charts = [
-      chart(box, "Idle ratio, live", "ratio", live.t, idleSeries),
-      chart(box, "Request queue depth, live", "requests", live.t, [{ label: "data", values: live.depth }]),
-    ];
-  } else {
-    live.charts[0].u.setData([live.t, ...idleSeries.map((s) => s.values)]);
-    live.charts[1].u.setData([live.t, live.depth]);
-    for (const c of live.charts) c.box.dataset.points = String(live.t.length);
-  }
+  const net = {};
+  for (const [name, p] of Object.entries(m.pools.network)) net[name] = p.idle_ratio;
+  pushLive(Date.parse(m.ts) / 1000, {
+    ioIdle, netIdle: net, loopIdle: loop ? 1 - loop.busy_ratio : null,
+    depth: m.request_queue.data ? m.request_queue.data.size : null,
+    ioWaiting: io.storage_waiting ?? null,
+    stallP99: loop && loop.last_second ? loop.last_second.stall_p99_ms : null,
+    stallMax: loop && loop.last_second ? loop.last_second.stall_max_ms : null,
+  });
+  drawLive();
+  if (lastAdvice !== undefined) renderAdvice(lastAdvice);
   document.body.dataset.liveSeq = String(m.seq);
   markReady("live");
 }
 
 async function pollLive() {
   try {
-    renderLive(await api("/v1/metrics"));
+    const [m, pools] = await Promise.all([api("/v1/metrics"), api("/v1/pools")]);
+    renderLive(m, pools);
     setStatus(null);
   } catch (e) {
+    if (e instanceof TokenNeeded) { showTokenNeeded(e.message); return; }
     setStatus("live metrics: " + e.message);
+    if (live.t.length) { pushLive(Date.now() / 1000, null); drawLive(); }
   }
   setTimeout(pollLive, LIVE_EVERY_MS);
 }
@@ -141,24 +308,89 @@ function renderTrends(trends) {
     root.append(el("p", { class: "empty" }, "No dashboard.json yet: run the trends job with --out set to dashboard.data.dir."));
     return 0;
   }
+  const input = trends.input || {};
+  const scrapeGaps = (input.markers || {}).gap || 0;
   document.getElementById("trends-time").textContent =
     "(generated " + trends.generated_at + ", " + trends.bucket_s + " s buckets, " +
-    trends.input.snapshots + " snapshots, " + trends.input.corrupt_lines + " corrupt lines)";
+    plural(input.snapshots ?? 0, "snapshot") + ", " + plural(input.corrupt_lines ?? 0, "corrupt line") +
+    ", " + plural(scrapeGaps, "scrape gap") + ")";
   let drawn = 0;
   for (const b of trends.brokers) {
-    root.append(el("h3", {}, "broker " + b.broker_id));
+    const heading = el("h3", {}, "broker " + b.broker_id + " ");
+    root.append(heading);
     const box = el("div", { class: "charts" });
     root.append(box);
+    let gaps = 0;
     for (const c of b.charts) {
-      chart(box, c.title, c.unit, b.time, c.series);
+      const g = withGaps(b.time, c.series.map((s) => s.values), trends.bucket_s);
+      gaps = Math.max(gaps, g.gaps);
+      chart(box, c.title, c.unit, g.xs, c.series.map((s, i) => ({ label: s.label, values: g.values[i] })));
       drawn += 1;
     }
+    heading.append(el("small", { class: "gaps", "data-gaps": String(gaps) },
+      "(" + plural(gaps, "gap") + " in " + plural(b.time.length, "bucket") + ")"));
   }
   document.body.dataset.trendCharts = String(drawn);
   return drawn;
 }
 
+let lastAdvice;  // undefined until /v1/dashboard answered
+
+/* The live size of the pool a recommendation is about, from /v1/pools of this broker. */
+function liveSize(r) {
+  if (!livePools || livePools.brokerId !== r.broker_id) return null;
+  if (r.setting === "num.io.threads") return livePools.io ? livePools.io.size : null;
+  if (r.setting === "num.network.threads" && r.listener) {
+    const p = (livePools.network || {})[r.listener];
+    return p ? p.size : null;
+  }
+  return null;
+}
+
+/* What a recommendation's status means now: "applied" only while its size is in force. */
+function statusText(r) {
+  if (r.status === "applied") {
+    const now = liveSize(r);
+    if (now === null) return { text: "applied", cls: "applied" };
+    if (now === r.recommended) return { text: "applied, in force", cls: "applied" };
+    return { text: "applied, since changed to " + now, cls: "changed" };
+  }
+  if (r.status === "advice") return { text: "advice (for an operator)", cls: "advice" };
+  return { text: r.status, cls: r.status };
+}
+
+function settingText(r) {
+  if (r.action === "scale-out") return "add brokers (scale out)";
+  return r.setting + (r.listener ? " (" + r.listener + ")" : "");
+}
+
+function sizeText(r, n) {
+  if (r.setting === "brokers") return plural(n, "broker");
+  if (/threads$/.test(r.setting)) return plural(n, "thread");
+  return String(n);
+}
+
+/* The evidence that matters, one short line each (the rest is in recommendations.json). */
+function evidenceList(ev) {
+  const items = [];
+  const add = (label, v) => { if (v !== null && v !== undefined) items.push(label + " " + v); };
+  add("event loop busy", ev.event_loop_busy_ratio_mean !== undefined ? pct(ev.event_loop_busy_ratio_mean) : undefined);
+  add("io idle", ev.io_idle_ratio_mean !== undefined ? pct(ev.io_idle_ratio_mean) : undefined);
+  add("queue time", ev.queue_time_ms_mean !== undefined && ev.queue_time_ms_mean !== null ? fmt(ev.queue_time_ms_mean) + " ms" : undefined);
+  add("queue trend", ev.queue_time_slope_ms_per_min !== undefined && ev.queue_time_slope_ms_per_min !== null ? fmt(ev.queue_time_slope_ms_per_min) + " ms/min" : undefined);
+  if (ev.network_idle_ratio_mean && typeof ev.network_idle_ratio_mean === "object") {
+    for (const [l, v] of Object.entries(ev.network_idle_ratio_mean)) add("network " + l + " idle", pct(v));
+  } else if (typeof ev.network_idle_ratio_mean === "number") {
+    add("network idle", pct(ev.network_idle_ratio_mean));
+  }
+  if (ev.busiest_requests && ev.busiest_requests.length) add("busiest", ev.busiest_requests.join(", "));
+  if (ev.buckets !== undefined) add("over", plural(ev.buckets, "bucket"));
+  if (ev.from || ev.to) items.push((ev.from || "") + " .. " + (ev.to || ""));
+  return el("ul", { class: "evidence" }, ...items.map((t) => el("li", {}, t)));
+}
+
 function renderAdvice(advice) {
+  lastAdvice = advice;
   const body = document.querySelector("#recommendations tbody");
   body.replaceChildren();
   const effects = document.getElementById("effects");
@@ -169,19 +401,25 @@ function renderAdvice(advice) {
   }
   document.getElementById("advice-time").textContent = "(" + advice.generated_at + ")";
   if (advice.recommendations.length === 0) {
-    body.append(el("tr", {}, el("td", { class: "text empty", colspan: "7" }, "No change recommended.")));
+    const need = (advice.thresholds || {}).min_buckets;
+    const short = (advice.pools || []).filter((a) => a.enough_data === false);
+    const text = short.length
+      ? short.map((a) => "Not enough data for broker " + a.broker_id + " " + a.pool + " (need " +
+          plural(need, "bucket") + ", have " + a.buckets + ")").join("; ")
+      : "No change recommended.";
+    body.append(el("tr", {}, el("td", { class: "text empty", colspan: "7" }, text)));
   }
   for (const r of advice.recommendations) {
-    const ev = r.evidence || {};
-    body.append(el("tr", { class: r.status },
-      el("td", { class: "text" }, r.status), el("td", {}, r.broker_id),
-      el("td", { class: "text" }, r.setting + (r.listener ? " (" + r.listener + ")" : "")),
-      el("td", {}, r.current), el("td", {}, r.recommended),
-      el("td", { class: "text" }, r.reason + (r.note ? " — " + r.note : "")),
-      el("td", { class: "text" }, (ev.from || "") + " .. " + (ev.to || ""))));
+    const st = statusText(r);
+    body.append(el("tr", { class: st.cls, "data-setting": r.setting },
+      el("td", { class: "text status" }, st.text), el("td", {}, r.broker_id),
+      el("td", { class: "text" }, settingText(r)),
+      el("td", {}, sizeText(r, r.current)), el("td", {}, sizeText(r, r.recommended)),
+      el("td", { class: "text reason" }, r.reason + (r.note ? " — " + r.note : "")),
+      el("td", { class: "text" }, evidenceList(r.evidence || {}))));
   }
   for (const e of advice.effects || []) {
-    effects.append(el("li", {}, e.setting + " " + e.from + " → " + e.to + " at " + e.at +
+    effects.append(el("li", {}, e.setting + (e.listener ? " (" + e.listener + ")" : "") + " " + e.from + " → " + e.to + " at " + e.at +
       ": queue time " + fmt(e.before.queue_time_ms_mean) + " → " + fmt(e.after.queue_time_ms_mean) +
       " ms, idle " + pct(e.before.idle_ratio_mean) + " → " + pct(e.after.idle_ratio_mean)));
   }
@@ -195,15 +433,27 @@ async function pollTrends() {
     if (d.problems && d.problems.length) setStatus(d.problems.join("; "));
     markReady("trends");
   } catch (e) {
+    if (e instanceof TokenNeeded) { showTokenNeeded(e.message); return; }
     setStatus("trends: " + e.message);
   }
   setTimeout(pollTrends, TRENDS_EVERY_MS);
 }
 
 function setStatus(problem) {
+  if (document.body.dataset.state === "token-needed") return;
   const s = document.getElementById("status");
   s.textContent = problem || "live, updated " + new Date().toLocaleTimeString();
 }
+
+/* Whether the page fits its window (no sideways scrolling), for the page's tests. */
+function measure() {
+  document.body.dataset.scrollWidth = String(document.documentElement.scrollWidth);
+  document.body.dataset.viewportWidth = String(document.documentElement.clientWidth);
+  const boxes = [...document.querySelectorAll(".table-box")];
+  document.body.dataset.tablesCut = String(boxes.filter((b) => b.scrollWidth > b.clientWidth + 1).length);
+}
+const observer = new MutationObserver(measure);
+observer.observe(document.getElementById("main"), { childList: true, subtree: true });
 
 pollLive();
 pollTrends();

@@ -1,17 +1,26 @@
 """The dashboard's routes: the page and its files are public, its data needs the token and
 is what the Spark jobs left in dashboard.data.dir (none yet, a file, a broken file).
-The page itself is drawn by a real browser in tests/spark/test_trends.py."""
+Then the page in headless Chromium: what it says without a token, what it shows with one
+(plural forms, the event loop and io thread figures, windowed error rates, gaps, axis
+ticks, advice applied or changed since, operator advice), and at 800 px. The page over
+real trends job output is drawn in tests/spark/test_trends.py."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from trio_broker.protocol.messages.metadata import MetadataRequest
+
 from ..support.brokers import BrokerThread
+from ..support.browser import load
+from ..support.wire import WireClient
 from .conftest import ADMIN, TOKEN, error_code
 
 
@@ -78,3 +87,190 @@ def test_the_data_is_what_the_jobs_wrote(board: tuple[httpx.Client, Path]) -> No
     assert body["trends"] == trends
     assert body["recommendations"] is None
     assert len(body["problems"]) == 1 and body["problems"][0].startswith("recommendations.json")
+
+
+# ------------------------------------------------------------- in a browser
+
+T0 = 1_740_000_000  # bucket starts, epoch seconds
+TRENDS = {
+    "schema": "trio-broker.dashboard/1",
+    "generated_at": "2025-02-19T21:30:00Z",
+    "bucket_s": 60,
+    "trend_window_s": 600,
+    "range": {"from": T0, "to": T0 + 360},
+    "input": {"snapshots": 30, "corrupt_lines": 1, "markers": {"gap": 1}},
+    "brokers": [
+        {
+            "broker_id": 0,
+            "time": [T0, T0 + 60, T0 + 120, T0 + 240, T0 + 300],  # T0 + 180: no data
+            "charts": [
+                {
+                    "id": "idle_ratio",
+                    "title": "Pool idle ratio",
+                    "unit": "ratio",
+                    "series": [{"label": "io", "values": [0.995, 0.996, 0.993, 0.997, 0.998]}],
+                },
+                {
+                    "id": "queue_mean",
+                    "title": "Queue time, mean over all requests",
+                    "unit": "ms",
+                    "series": [
+                        {"label": "all requests", "values": [0.991, 0.994, 0.998, 0.992, 0.996]}
+                    ],
+                },
+            ],
+        }
+    ],
+}
+
+
+def rec(setting: str, status: str, current: int, recommended: int, **more: object) -> dict:
+    return {
+        "broker_id": 0,
+        "setting": setting,
+        "pool": "io",
+        "listener": None,
+        "action": "raise",
+        "current": current,
+        "recommended": recommended,
+        "reason": "storage work queues for a thread",
+        "evidence": {"from": "2025-02-19T21:00:00Z", "to": "2025-02-19T21:10:00Z", "buckets": 10},
+        "status": status,
+        "note": None,
+        **more,
+    }
+
+
+ADVICE = {
+    "schema": "trio-broker.recommendations/1",
+    "generated_at": "2025-02-19T21:31:00Z",
+    "thresholds": {"min_buckets": 3},
+    "recommendations": [
+        rec("num.io.threads", "applied", 2, 4),  # the live io pool has 4: in force
+        rec("num.network.threads", "applied", 3, 6, pool="network:PLAINTEXT", listener="PLAINTEXT"),
+        rec(
+            "brokers",
+            "advice",
+            1,
+            2,
+            pool="loop",
+            action="scale-out",
+            reason="CPU-bound: the event loop was 97% busy; it is one CPU, so no pool size helps",
+            evidence={"event_loop_busy_ratio_mean": 0.97, "busiest_requests": ["Produce"]},
+            note="applied by an operator, not by --apply",
+        ),
+    ],
+    "pools": [],
+    "effects": [],
+}
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[tuple[BrokerThread, Path]]:
+    """A broker whose dashboard data the jobs wrote: trends with a missing bucket, advice
+    applied (one still in force, one changed since) and CPU-bound scale-out advice."""
+    data_dir = tmp_path / "dashboard"
+    data_dir.mkdir()
+    (data_dir / "dashboard.json").write_text(json.dumps(TRENDS))
+    (data_dir / "recommendations.json").write_text(json.dumps(ADVICE))
+    settings = {
+        **ADMIN,
+        "admin.token": TOKEN,
+        "dashboard.data.dir": str(data_dir),
+        "num.io.threads": "4",
+        "num.network.threads": "2",
+    }
+    b = BrokerThread(tmp_path / "data", settings).start()
+    yield b, tmp_path
+    b.stop()
+
+
+def attrs(dom: str, tag: str, **having: str) -> list[dict[str, str]]:
+    """The attributes of each ``tag`` element whose attributes include ``having``."""
+    found = []
+    for m in re.finditer(rf"<{tag}\b([^>]*)>", dom):
+        a = dict(re.findall(r'([\w-]+)="([^"]*)"', m[1]))
+        if all(a.get(k.rstrip("_").replace("_", "-")) == v for k, v in having.items()):
+            found.append(a)
+    return found
+
+
+def text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", fragment))
+
+
+def test_without_a_token_the_page_says_how_to_give_one(
+    page: tuple[BrokerThread, Path],
+) -> None:
+    b, _ = page
+    dom = load(b.admin_url + "/dashboard")
+    (body,) = attrs(dom, "body")
+    assert body["data-state"] == "token-needed"
+    assert "token needed: open /dashboard#token=..." in text(dom)
+    assert "HTTP 401" not in dom
+    rejected = load(b.admin_url + "/dashboard#token=wrong")
+    assert "token rejected: open /dashboard#token=..." in text(rejected)
+
+
+def test_with_a_token_the_page_shows_live_figures_trends_and_advice(
+    page: tuple[BrokerThread, Path],
+) -> None:
+    b, tmp = page
+    assert b.broker is not None
+    host, port = b.broker.bound_listeners()["PLAINTEXT"]
+    client = WireClient(f"{host}:{port}")
+    for _ in range(3):  # errors before the page opens: none in its window
+        (t,) = client.request(
+            MetadataRequest(topics=[MetadataRequest.Topic(name="bad name!")]), 9
+        ).topics
+        assert t.error_code != 0
+    shot = tmp / "dashboard.png"
+    try:
+        dom = load(b.admin_url + f"/dashboard#token={TOKEN}", screenshot=shot)
+    finally:
+        client.close()
+    (body,) = attrs(dom, "body")
+    assert body["data-state"] == "ready", body
+    page_text = text(dom)
+
+    # cards: plural forms, the event loop, the io threads' storage figures
+    assert "1 connection " in page_text and "4 threads" in page_text and "2 threads" in page_text
+    assert re.search(r"event loop\s+busy \d+%\s+stall p99 [\d.]+ ms, max [\d.]+ ms", page_text)
+    assert re.search(r"idle \d+%, 0 jobs waiting, queue p99 [\d.]+ ms", page_text)
+    # errors per second over the window, not the 3 errors since start
+    row = re.search(r'<tr data-request="Metadata">(.*?)</tr>', dom)
+    assert row is not None
+    assert re.findall(r'<td class="errors">([^<]*)</td>', row[1]) == ["0.00"]
+
+    # trends: the missing bucket is a gap, drawn and counted
+    assert "1 gap in 5 buckets" in page_text and "1 scrape gap" in page_text
+    charts = {a["data-chart"]: a for a in attrs(dom, "div", class_="chart")}
+    assert charts["Pool idle ratio"]["data-gaps"] == "1"
+    # ratios on a fixed 0..1 scale; ticks with the digits their step needs
+    ticks = charts["Pool idle ratio"]["data-y-ticks"].split()
+    assert ticks[0] == "0.0" and ticks[-1] == "1.0", ticks
+    close = charts["Queue time, mean over all requests"]["data-y-ticks"].split()
+    assert len(close) >= 3 and len(set(close)) == len(close), close
+    for live in ("Idle ratio, live", "Queue depth, live", "Event loop stall, last second"):
+        assert int(charts[live]["data-points"]) > 0, live
+
+    # advice: "applied" only while in force; operator advice said as such
+    rows = {a["data-setting"]: a for a in attrs(dom, "tr") if "data-setting" in a}
+    assert rows["num.io.threads"]["class"] == "applied"
+    assert rows["num.network.threads"]["class"] == "changed"
+    assert "applied, in force" in page_text
+    assert "applied, since changed to 2" in page_text
+    assert "advice (for an operator)" in page_text and "add brokers (scale out)" in page_text
+    assert "1 broker" in page_text and "2 brokers" in page_text
+    assert "event loop busy 97%" in page_text
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_page_fits_an_800_px_window(page: tuple[BrokerThread, Path]) -> None:
+    b, _ = page
+    dom = load(b.admin_url + f"/dashboard#token={TOKEN}", window=(800, 1600))
+    (body,) = attrs(dom, "body")
+    assert body["data-state"] == "ready", body
+    assert 750 <= int(body["data-viewport-width"]) <= 800  # less a scroll bar
+    assert int(body["data-scroll-width"]) <= int(body["data-viewport-width"]), body
+    assert body["data-tables-cut"] == "0", body

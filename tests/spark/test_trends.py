@@ -291,8 +291,11 @@ def test_dashboard_page_draws_the_trend_charts_in_a_browser(
     assert body and 'data-state="ready"' in body[0], body
     charts = int(re.search(r'data-trend-charts="(\d+)"', dom)[1])  # type: ignore[index]
     assert charts >= 3 * 8
-    drawn = re.findall(r'data-points="(\d+)" data-chart="([^"]+)"', dom)
-    assert len(drawn) == charts + 2  # and the two live charts
+    drawn = [
+        (re.search(r'data-points="(\d+)"', div)[1], re.search(r'data-chart="([^"]+)"', div)[1])  # type: ignore[index]
+        for div in re.findall(r'<div class="chart"[^>]*>', dom)
+    ]
+    assert len(drawn) == charts + 3  # and the three live charts
     assert all(int(n) > 0 for n, _ in drawn), drawn
     assert dom.count("<canvas") >= charts  # uPlot drew them
     assert "Queue time trend (10 min slope)" in dom

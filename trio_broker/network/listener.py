@@ -234,8 +234,16 @@ class ListenerRuntime:
     def request_completed(self, request: Request) -> None:
         """A request ended: its response was sent, it needed none, or its connection closed
         first (then ``request.times.send_complete_ns`` is 0)."""
+        failed: Exception | None = None
         for observer in self.shared.request_observers:
-            observer(request)
+            try:
+                observer(request)
+            except Exception as exc:  # the others still see the request
+                failed = failed or exc
+        if failed is not None:
+            # The response is out; the connection task that called this closes its
+            # connection (as a Kafka processor does) and logs it as an internal error.
+            raise failed
 
     # -------------------------------------------------------------------- tasks
 

@@ -208,7 +208,10 @@ class Processor:
                 # it as an error; its send_complete_ns stays 0)
                 request, conn.in_flight = conn.in_flight, None
                 self._release_memory(request)
-                ctx.events.request_completed(request)
+                try:
+                    ctx.events.request_completed(request)
+                except Exception:  # a broker bug, on a connection already closing
+                    ctx.events.internal_error(conn)
             self._release_reserved(conn)
             for action in conn.mailbox.drain():
                 release_action(action)

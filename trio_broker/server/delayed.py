@@ -38,8 +38,8 @@ class DelayedResponse(DelayedOperation):
         try:
             response = await self._build(self.expired)
         except Exception:
-            self._handler.fail(self.request, "delayed response failed")
-            raise
+            self._handler.fail(self.request, "building a delayed response")
+            return
         self._handler.complete(self.request, response)
 
     def __repr__(self) -> str:

@@ -3,8 +3,10 @@
 Owns: ``HandlerPool``, N tasks that take requests from one plane's request channel and
 run them; ``resize`` grows the pool at once and shrinks it by letting each removed handler
 finish its current request (an idle one stops at once); and the busy/idle accounting each
-handler keeps (the basis of RequestHandlerAvgIdlePercent). The pool ends when its request
-channel is closed and drained: the shutdown idiom, no poison pills.
+handler keeps (the basis of RequestHandlerAvgIdlePercent). A request whose handling
+raises past ``handle``'s own guard closes its connection only; the handler goes on. The
+pool ends when its request channel is closed and drained: the shutdown idiom, no poison
+pills.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from ..network.request import Request
+from ..network.request import CloseConnectionResponse, Request
 
 log = logging.getLogger("trio_broker.server")
 
@@ -118,6 +120,11 @@ class HandlerPool:
                 h.current = request
                 try:
                     await self._handle(request)
+                except Exception:
+                    # ``handle`` answers its own failures; this is the last guard, so that
+                    # a bug there costs one connection, never the pool or the broker.
+                    log.exception("handler %s failed on %r", h.id, request)
+                    request.sink.deliver(CloseConnectionResponse(request, "broker error"))
                 finally:
                     h.current = None
                     h.busy_ns += time.monotonic_ns() - start

@@ -4,8 +4,15 @@ Owns: ``RequestHandler.handle`` (what each handler task calls) and ``complete`` 
 called by the purgatory when a delayed operation finishes). Responses are encoded here, on
 the handler side, as Kafka's handlers serialize their responses; the processor only writes
 bytes; ``response_observers`` (the metrics' error-code counter) sees each encoded response body.
-A handler that raises is a broker bug: it is logged with the request and the
-connection is closed (the client retries), never left hanging.
+
+Per-request isolation (Kafka's ``KafkaApis.handle`` catch-all and ``handleError``): an
+exception while handling or completing one request (in its API handler, a delayed
+response, the throttler, a response observer, encoding the response) is a broker bug that
+costs that request only. It is logged once, with its traceback, counted in ``failures``,
+and the request is answered with UNKNOWN_SERVER_ERROR in every error code of its response
+(``protocol.error_response``); where the response has no place for an error code, or the
+error response cannot be built, the connection is closed (the client retries). Never
+left hanging, and no other request or connection notices.
 """
 
 from __future__ import annotations
@@ -18,7 +25,15 @@ from typing import Any
 from ..apis.context import CloseConnection, Deferred, RequestContext
 from ..apis.services import BrokerView
 from ..apis.table import ApiTable
-from ..network.request import CloseConnectionResponse, NoOpResponse, Request, SendResponse
+from ..network.request import (
+    CloseConnectionResponse,
+    EndThrottling,
+    NoOpResponse,
+    Request,
+    SendResponse,
+)
+from ..protocol.error_response import error_response
+from ..protocol.errors import ErrorCode
 from ..protocol.header import encode_response
 from ..protocol.primitives import parts_length
 from .throttling import Throttler
@@ -34,6 +49,9 @@ class RequestHandler:
         self.response_observers: list[Callable[[Request, Any, int], None]] = []
         # Client quotas (set by the broker): usage recorded, over-quota clients throttled.
         self.throttler: Throttler | None = None
+        # Requests that met a broker error, by api name (answered UNKNOWN_SERVER_ERROR,
+        # which the metrics count in errors_by_code, or closed: counted as closed).
+        self.failures: dict[str, int] = {}
 
     def context_for(self, request: Request) -> RequestContext:
         header = request.header
@@ -52,18 +70,17 @@ class RequestHandler:
 
     async def handle(self, request: Request) -> None:
         request.times.dequeue_ns = time.monotonic_ns()
-        entry = self.table.get(request.spec.key)
-        if entry is None:  # the network layer only lets in keys of the table
-            self._close(request, "no handler")
-            return
-        ctx = self.context_for(request)
-        ctx.extras["request"] = request
-        request.context["ctx"] = ctx
         try:
+            entry = self.table.get(request.spec.key)
+            if entry is None:  # the network layer only lets in keys of the table
+                self._close(request, "no handler")
+                return
+            ctx = self.context_for(request)
+            ctx.extras["request"] = request
+            request.context["ctx"] = ctx
             result = await entry.handler(ctx, request.body)
         except Exception:
-            log.exception("handler failed on %r from %s", request, request.client_host)
-            self._close(request, "handler error")
+            self.fail(request, "handling")
             return
         request.times.api_local_complete_ns = time.monotonic_ns()
         if isinstance(result, Deferred):
@@ -71,12 +88,23 @@ class RequestHandler:
         self.complete(request, result)
 
     def complete(self, request: Request, response: Any) -> None:
-        """Send ``response`` (a response body, or None for no response) to the client."""
+        """Send ``response`` (a response body, or None for no response) to the client.
+        Never raises: a failure on the way answers the request with an error instead."""
+        throttling = [False]
+        try:
+            self._complete(request, response, throttling)
+        except Exception:
+            if throttling[0]:  # its connection would wait for an end that never comes
+                request.sink.deliver(EndThrottling(request))
+            self.fail(request, "completing the response")
+
+    def _complete(self, request: Request, response: Any, throttling: list[bool]) -> None:
         sink = request.sink
         throttler = self.throttler
         if response is None:
             throttle_ms = throttler.throttle_ms(request, 0) if throttler is not None else 0
             if throttle_ms and throttler is not None:
+                throttling[0] = True
                 throttler.start(request, throttle_ms)
             sink.deliver(NoOpResponse(request))
             return
@@ -84,32 +112,59 @@ class RequestHandler:
             self._close(request, response.reason)
             return
         ctx: RequestContext = request.context["ctx"]
-        try:
+        parts = encode_response(request.spec, ctx.response_version, ctx.correlation_id, response)
+        size = parts_length(parts)
+        throttle_ms = throttler.throttle_ms(request, size) if throttler is not None else 0
+        if throttle_ms and hasattr(response, "throttle_time_ms"):
+            # KIP-219: the response tells the client how long it is throttled.
+            response.throttle_time_ms = max(response.throttle_time_ms, throttle_ms)
             parts = encode_response(
                 request.spec, ctx.response_version, ctx.correlation_id, response
             )
             size = parts_length(parts)
-            throttle_ms = throttler.throttle_ms(request, size) if throttler is not None else 0
-            if throttle_ms and hasattr(response, "throttle_time_ms"):
-                # KIP-219: the response tells the client how long it is throttled.
-                response.throttle_time_ms = max(response.throttle_time_ms, throttle_ms)
-                parts = encode_response(
-                    request.spec, ctx.response_version, ctx.correlation_id, response
-                )
-                size = parts_length(parts)
-        except Exception:
-            log.exception("cannot encode the response to %r", request)
-            self._close(request, "response encoding error")
-            return
         for observer in self.response_observers:
             observer(request, response, ctx.response_version)
         if throttle_ms and throttler is not None:
+            throttling[0] = True
             throttler.start(request, throttle_ms)
         sink.deliver(SendResponse(request, parts, size))
 
-    def fail(self, request: Request, reason: str) -> None:
-        """Give up on a request: its connection is closed (the client retries)."""
-        self._close(request, reason)
+    def fail(self, request: Request, where: str) -> None:
+        """The broker failed on ``request`` (call it inside the ``except``): log it once
+        with its traceback, count it, and answer UNKNOWN_SERVER_ERROR, or close the
+        connection when the response cannot carry it."""
+        name = request.spec.name
+        log.exception("broker error %s %r from %s", where, request, request.client_host)
+        self.failures[name] = self.failures.get(name, 0) + 1
+        try:
+            self._answer_error(request)
+        except Exception:
+            log.debug("no error response for %r", request, exc_info=True)
+            self._close(request, "broker error")
+
+    def _answer_error(self, request: Request) -> None:
+        ctx: RequestContext | None = request.context.get("ctx")
+        version = ctx.response_version if ctx is not None else request.header.api_version
+        if request.body is None:
+            self._close(request, "broker error")
+            return
+        response = error_response(
+            request.spec,
+            version,
+            request.body,
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            "The server experienced an unexpected error when processing the request.",
+        )
+        if response is None:  # no error code to carry it: the client sees a disconnect
+            self._close(request, "broker error")
+            return
+        parts = encode_response(request.spec, version, request.header.correlation_id, response)
+        for observer in self.response_observers:  # so that the metrics count the error
+            try:
+                observer(request, response, version)
+            except Exception:
+                log.debug("a response observer failed on an error response", exc_info=True)
+        request.sink.deliver(SendResponse(request, parts, parts_length(parts)))
 
     def _close(self, request: Request, reason: str) -> None:
         request.sink.deliver(CloseConnectionResponse(request, reason))
