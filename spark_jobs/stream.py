@@ -1,19 +1,25 @@
 """The streaming job: the trends job's bucket tables, live, from brokers' admin APIs.
 
-    python -m spark_jobs.stream --admin URL [--admin URL2] --out DIR --checkpoint DIR
-        [--interval S] [--available-now] [--duration S]
+    python -m spark_jobs.stream (--admin URL [--admin URL2] | --in SCRAPED) --out DIR
+        --checkpoint DIR [--interval S] [--available-now] [--duration S]
     spark-submit spark_jobs/stream.py ...   (same options)
 
-Owns: the query: ``readStream.format("trio_broker_metrics")`` (``spark_jobs.stream_source``,
-its spool under ``CHECKPOINT/spool``), the same ``bucket_rows``/``aggregate``/``split`` as
+Owns: the query over one of two sources: live brokers,
+``readStream.format("trio_broker_metrics")`` (``spark_jobs.stream_source``, one snapshot per
+broker and micro-batch, its spool under ``CHECKPOINT/spool``), or the scraper's output,
+``format("trio_broker_scraped")`` (``spark_jobs.scraped_source``, every line appended since
+the last micro-batch); the same ``bucket_rows``/``aggregate``/``split`` as
 the batch job with a watermark on the snapshot time, in append mode: a bucket is written
 once the watermark has passed its end. Each micro-batch writes the ``requests``, ``pools``
 and ``connections`` tables under ``--out`` in the batch job's layout
 (``<table>/date=YYYY-MM-DD/``), one file per micro-batch named by its batch id and
 replaced atomically, so a micro-batch replayed after a failure rewrites the same file
-(exactly once). ``--available-now`` runs one ``Trigger.AvailableNow`` query (one fresh
-snapshot per broker, and whatever the spool still holds) and exits: run it from cron;
-otherwise a micro-batch every ``--interval`` seconds until ``--duration`` or SIGTERM.
+(exactly once). ``--available-now`` runs one ``Trigger.AvailableNow`` query and exits (run
+it from cron): with ``--in``, everything scraped so far on the first run and what was
+appended since on later ones; with ``--admin``, one fresh snapshot per broker (a bucket
+needs a later snapshot past its end, so a first run writes nothing). Otherwise a
+micro-batch every ``--interval`` seconds until ``--duration`` or SIGTERM. At the end it
+says how many snapshots it read and how many buckets it wrote, and which bucket stays open.
 Must not: compute anything the batch job computes differently.
 """
 
@@ -34,7 +40,7 @@ if __package__ in (None, ""):  # spark-submit spark_jobs/stream.py: find the pac
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_jobs import stream_source
+from spark_jobs import scraped_source, stream_source
 from spark_jobs.aggregate import aggregate, bucket_rows, split
 from spark_jobs.fetch import token_from_env
 from spark_jobs.session import add_spark_args, parse_confs, spark_session
@@ -46,6 +52,7 @@ class TableWriter:
     def __init__(self, out: Path, bucket_s: int) -> None:
         self.out = out
         self.bucket_s = bucket_s
+        self.rows: dict[str, int] = {}  # rows written per table, this process
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         import pyarrow as pa
@@ -58,6 +65,7 @@ class TableWriter:
                 table = df.toArrow()
                 if table.num_rows == 0:
                     continue
+                self.rows[name] = self.rows.get(name, 0) + table.num_rows
                 dates = table.column("date")
                 for date in sorted(set(dates.to_pylist())):
                     part = table.filter(pc.equal(dates, pa.scalar(date))).drop_columns(["date"])
@@ -77,28 +85,36 @@ def start(
     out: Path,
     checkpoint: Path,
     *,
+    scraped: Path | None = None,
     token: str | None = None,
     interval_s: float = 10.0,
     bucket_s: int = 60,
     watermark_s: int = 0,
     available_now: bool = False,
+    writer_fn: TableWriter | None = None,
 ) -> StreamingQuery:
-    """Start the query; with ``available_now`` it ends by itself."""
-    stream_source.register(spark)
-    reader = (
-        spark.readStream.format(stream_source.NAME)
-        .option("admin", ",".join(admins))
-        .option("spoolDir", str(checkpoint / "spool"))
-        .option("minIntervalSeconds", str(interval_s / 2))
-    )
-    if token:
-        reader = reader.option("token", token)
-    rows = bucket_rows(reader.load().select("value", "prev"))
+    """Start the query over live brokers (``admins``) or the scraper's output
+    (``scraped``); with ``available_now`` it ends by itself."""
+    if scraped is not None:
+        scraped_source.register(spark)
+        source = spark.readStream.format(scraped_source.NAME).load(str(scraped))
+    else:
+        stream_source.register(spark)
+        reader = (
+            spark.readStream.format(stream_source.NAME)
+            .option("admin", ",".join(admins))
+            .option("spoolDir", str(checkpoint / "spool"))
+            .option("minIntervalSeconds", str(interval_s / 2))
+        )
+        if token:
+            reader = reader.option("token", token)
+        source = reader.load()
+    rows = bucket_rows(source.select("value", "prev"))
     agg = aggregate(rows.withWatermark("ts", f"{watermark_s} seconds"), bucket_s)
     writer = (
         agg.writeStream.outputMode("append")
         .option("checkpointLocation", str(checkpoint / "query"))
-        .foreachBatch(TableWriter(out, bucket_s))
+        .foreachBatch(writer_fn or TableWriter(out, bucket_s))
         .queryName("trio-broker-metrics")
     )
     if available_now:
@@ -112,7 +128,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="stream", description="The per-bucket trend tables, live from brokers."
     )
-    p.add_argument("--admin", action="append", required=True, help="admin API URL (repeatable)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--admin", action="append", help="admin API URL (repeatable)")
+    source.add_argument(
+        "--in", dest="scraped", type=Path, help="the scraper's output directory (--out of scrape)"
+    )
     p.add_argument("--token", help="admin bearer token (default: $TRIO_BROKER_ADMIN_TOKEN)")
     p.add_argument("--out", type=Path, required=True, help="directory of the Parquet tables")
     p.add_argument("--checkpoint", type=Path, required=True, help="checkpoint directory")
@@ -130,6 +150,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def summary(query: StreamingQuery, writer: TableWriter, out: Path) -> str:
+    """What a run did, in one line: snapshots read, buckets written, what stays open."""
+    progress: list[Any] = query.recentProgress  # the last 100 micro-batches at most
+    snapshots = sum(int(p["numInputRows"]) for p in progress)
+    batches = len(progress)
+    watermarks = [
+        w
+        for p in progress
+        if (w := (p.get("eventTime") or {}).get("watermark")) and not w.startswith("1970-")
+    ]
+    buckets = writer.rows.get("connections", 0)  # one row per bucket and broker
+    tables = ", ".join(f"{t} {writer.rows.get(t, 0)}" for t in ("requests", "pools", "connections"))
+    last = " (the last 100)" if batches >= 100 else ""
+    line = (
+        f"stream: read {snapshots} snapshot{'' if snapshots == 1 else 's'} in {batches} "
+        f"micro-batch{'' if batches == 1 else 'es'}{last}; wrote {buckets} "
+        f"bucket{'' if buckets == 1 else 's'} (rows: {tables}) -> {out}"
+    )
+    if snapshots:
+        after = f" after {watermarks[-1]}" if watermarks else ""
+        line += f"; a bucket{after} is written once a later snapshot passes its end"
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     spark = spark_session("trio-broker-stream", args.master, parse_confs(args.conf))
@@ -140,30 +184,31 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    writer = TableWriter(args.out, args.bucket_seconds)
     try:
         query = start(
             spark,
-            args.admin,
+            args.admin or [],
             args.out,
             args.checkpoint,
+            scraped=args.scraped,
             token=args.token or token_from_env(),
             interval_s=args.interval,
             bucket_s=args.bucket_seconds,
             watermark_s=args.watermark_seconds,
             available_now=args.available_now,
+            writer_fn=writer,
         )
         if args.available_now:
             query.awaitTermination()
         else:
             stop.wait(args.duration)
             query.stop()
-        progress: Any = query.lastProgress
-        rows = progress["numInputRows"] if progress else 0
-        print(f"stream: stopped; last micro-batch read {rows} snapshot(s) -> {args.out}")
         exc = query.exception()
         if exc is not None:
             print(f"stream: {exc}", file=sys.stderr)
             return 1
+        print(summary(query, writer, args.out))
     finally:
         spark.stop()
     return 0

@@ -5,6 +5,7 @@ sends; the stream's tables must find exactly those."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -17,14 +18,14 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.streaming import StreamingQueryListener
 
-from spark_jobs import stream
+from spark_jobs import stream, trends
 from spark_jobs.stream_source import Spool
 from trio_broker.protocol.messages.api_versions import ApiVersionsRequest
 
 from ..support.brokers import BrokerThread
 from ..support.wire import WireClient
 from .conftest import ROOT, spark_cli_args, spark_env
-from .synthetic import FakeBroker
+from .synthetic import FakeBroker, write_jsonl
 
 
 def test_the_spool_numbers_restarts_and_pairs_each_snapshot_with_the_one_before(
@@ -159,3 +160,77 @@ def test_a_processing_time_stream_writes_closed_buckets(
     conns = table(out, "connections")
     assert len(conns) >= 2
     assert all(r["connections_max"] is not None for r in conns)
+
+
+def scraped_hours(scraped: Path, brokers: list[FakeBroker], ticks: int) -> None:
+    """``ticks`` snapshots 10 s apart per broker, appended in the scraper's layout."""
+    for _ in range(ticks):
+        for b in brokers:
+            s = b.tick(10, requests={"Produce": 60, "Metadata": 6}, io_idle=0.5)
+            t = s["ts"]
+            path = scraped / f"broker={b.broker_id}" / f"date={t[:10]}" / f"hour={t[11:13]}.jsonl"
+            write_jsonl(path, [s])
+
+
+def run_stream_cli(scraped: Path, out: Path, checkpoint: Path) -> str:
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spark_jobs.stream",
+            "--in",
+            str(scraped),
+            "--out",
+            str(out),
+            "--checkpoint",
+            str(checkpoint),
+            "--available-now",
+            *spark_cli_args(),
+        ],
+        capture_output=True,
+        text=True,
+        env=spark_env(),
+        cwd=ROOT,
+        timeout=180,
+    )
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    return cli.stdout
+
+
+def test_available_now_over_the_scrapers_output_writes_what_the_batch_job_writes(
+    spark: Any, tmp_path: Path
+) -> None:
+    scraped, out, checkpoint = tmp_path / "scraped", tmp_path / "out", tmp_path / "ckpt"
+    brokers = [FakeBroker(0), FakeBroker(1, io_size=4)]  # T0 23:50: crosses midnight
+    scraped_hours(scraped, brokers, 30)  # 5 minutes
+    first = run_stream_cli(scraped, out, checkpoint)
+    # The first run processes everything scraped so far and says what it wrote: the five
+    # minutes 23:50-23:54 of both brokers; the snapshot at 23:55:00 opens a bucket whose
+    # end no snapshot has passed yet.
+    assert "read 60 snapshots" in first and "wrote 10 buckets" in first, first
+    assert "after 2025-03-01T23:55:00" in first
+    assert len(table(out, "connections")) == 10
+
+    # The scraper goes on past midnight (a new date, a new hour file), then a torn line.
+    scraped_hours(scraped, brokers, 36)
+    torn = scraped / "broker=0" / "date=2025-03-02" / "hour=00.jsonl"
+    with torn.open("a") as f:
+        f.write('{"schema": "trio-broker.metrics/1", "broker_id": 0, "se')
+    second = run_stream_cli(scraped, out, checkpoint)
+    assert "read 72 snapshots" in second and "wrote 12 buckets" in second, second
+
+    # Together: every bucket the batch job writes for the same lines, but the open one.
+    batch = tmp_path / "batch"
+    torn.write_bytes(torn.read_bytes().rsplit(b"\n", 1)[0] + b"\n")
+    trends.run(spark, str(scraped), str(batch), bucket_s=60, trend_window_s=600)  # type: ignore[arg-type]
+    for name in ("requests", "pools", "connections"):
+        streamed = table(out, name)
+        columns = list(streamed[0])
+        expected = [
+            {c: r[c] for c in columns}
+            for r in table(batch, name)
+            if r["time"] < streamed[-1]["time"] + dt.timedelta(minutes=1)
+        ]
+        key = lambda r: json.dumps(r, default=str, sort_keys=True)  # noqa: E731
+        assert sorted(map(key, streamed)) == sorted(map(key, expected)), name
+    assert len(table(batch, "connections")) == len(table(out, "connections")) + 2
