@@ -4,7 +4,8 @@ Owns: ``spark_session`` (local ``local[*]`` unless a master is given, or set by
 ``spark-submit``; never a hard-coded cluster), the defaults the jobs want (UTC session time
 zone, microsecond Parquet timestamps, dynamic partition overwrite, a few shuffle
 partitions, which ``--conf`` or ``spark-submit --conf`` override), and ``add_spark_args``
-(``--master``, ``--conf key=value``).
+(``--master``, ``--conf key=value``); ``require_java``: a job on a machine without Java
+stops with one line saying what to install (exit 2), not a Py4J traceback.
 Must not: start anything at import time.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -52,12 +54,29 @@ def parse_confs(confs: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def require_java() -> None:
+    """Exit 2 with one line if there is no ``java`` (``$JAVA_HOME/bin`` or the PATH)."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return
+    if shutil.which("java"):
+        return
+    where = f"JAVA_HOME={home} has no bin/java" if home else "no java on the PATH"
+    print(
+        f"spark_jobs: Spark needs a Java 17 runtime and found none ({where}): install one "
+        "(Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME",
+        file=sys.stderr,
+    )
+    raise SystemExit(2)
+
+
 def spark_session(
     app: str, master: str | None = None, confs: Mapping[str, str] | None = None
 ) -> SparkSession:
     """The session for a job: ``master`` if given, else the one spark-submit set, else
     ``local[*]``. Settings in ``confs`` win over spark-submit's, which win over
     ``DEFAULTS``."""
+    require_java()
     submitted = SparkConf()  # holds what spark-submit passed (spark.master, --conf ...)
     chosen = master or submitted.get("spark.master") or "local[*]"
     if chosen.startswith("local"):
