@@ -149,7 +149,9 @@ def test_resizing_the_network_pool_leaves_its_idle_ratio_where_it_is(tmp_path: P
             assert http.put("/v1/pools/network/PLAINTEXT", json={"size": 16}).is_success
             wait_for_window()
             sixteen = network_idle(http)
-        assert abs(sixteen - one) < 0.05, (one, sixteen)
+        # The old arithmetic (1 - busy / (processors x window)) moved it from 0.27 to 0.96
+        # here; what stays is noise from the machine's other work (a busy CI box: 0.07).
+        assert abs(sixteen - one) < 0.1, (one, sixteen)
     finally:
         b.stop()
 

@@ -175,7 +175,7 @@ def test_advisor_raises_io_threads_under_load_and_sees_queue_time_fall(tmp_path:
             "metrics.window.seconds=5",
             f"dashboard.data.dir={out}",
         ],
-        storage_delay_ms=2,  # a slow disk: the workload where num.io.threads matters
+        storage_delay_ms=5,  # a slow disk: the workload where num.io.threads matters
     ).start()
     try:
         assert broker.admin_url is not None

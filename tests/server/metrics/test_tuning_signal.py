@@ -74,8 +74,9 @@ def phase(http: httpx.Client, seconds: float) -> tuple[float, float, float, floa
 
 
 def test_a_storage_bound_broker_gains_throughput_from_io_threads(tmp_path: Path) -> None:
-    """With every storage operation 2 ms long (a slow disk), one io thread caps the broker
-    near 500 appends/s whatever the CPU does; sixteen threads lift the cap. The signals an
+    """With every storage operation 5 ms long (a slow disk), one io thread caps the broker
+    near 200 appends/s whatever the CPU does; sixteen threads lift the cap (to what the
+    CPU allows: several times more even on a busy 2-core machine). The signals an
     operator reads say so before the resize: the io threads are never idle and storage
     jobs queue for a thread; after it, throughput rises and the queue time falls."""
     b = BrokerProcess(
@@ -86,7 +87,7 @@ def test_a_storage_bound_broker_gains_throughput_from_io_threads(tmp_path: Path)
             "num.io.threads=1",
             "metrics.window.seconds=2",
         ],
-        storage_delay_ms=2,
+        storage_delay_ms=5,
     ).start()
     stop = threading.Event()
     errors: list[Any] = []
@@ -105,7 +106,7 @@ def test_a_storage_bound_broker_gains_throughput_from_io_threads(tmp_path: Path)
             rate_big, queue_big, idle_big, p99_big = phase(http, 2.5)
         assert not errors, errors
         assert idle_small < 0.2, idle_small  # the one thread is (almost) never idle
-        assert queue_small >= 1.0, queue_small  # a job waits for the one before it (2 ms)
+        assert queue_small >= 2.5, queue_small  # a job waits for the one before it (5 ms)
         assert rate_big >= 3 * rate_small, (rate_small, rate_big)
         assert queue_big < queue_small, (queue_small, queue_big)
         assert p99_big < p99_small / 2, (p99_small, p99_big)
