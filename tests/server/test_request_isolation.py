@@ -70,9 +70,13 @@ async def test_a_failing_handler_answers_unknown_server_error_to_that_request_on
 
     (logged,) = bug_records(caplog)  # once, with its traceback
     assert logged.levelno == logging.ERROR and "Metadata" in logged.getMessage()
-    meta = validate_snapshot(broker.metrics_snapshot())["requests"]["Metadata"]
+    snapshot = validate_snapshot(broker.metrics_snapshot())
+    meta = snapshot["requests"]["Metadata"]
     assert meta["errors_by_code"]["UNKNOWN_SERVER_ERROR"] == 2  # one per topic
-    assert broker.request_handler.failures == {"Metadata": 1}
+    # Counted where an operator looks: the snapshot and Prometheus.
+    assert snapshot["broker_errors"] == {"total": 1, "by_request": {"Metadata": 1}}
+    prometheus = broker.prometheus_text().decode()
+    assert 'kafka_server_broker_errors_total{request="Metadata"} 1.0' in prometheus
     await victim.aclose()
     await bystander.aclose()
 

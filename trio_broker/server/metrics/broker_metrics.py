@@ -68,6 +68,7 @@ class BrokerMetrics:
         self.wall_clock = wall_clock
         self.started_ns = clock() if started_ns is None else started_ns
         self.socket_server = socket_server
+        self.request_handler = request_handler
         self.purgatories = purgatories
         self.requests = RequestMetrics(self.window)
         self.topics = TopicMetrics()

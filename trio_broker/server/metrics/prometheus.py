@@ -297,6 +297,14 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
         for operation, count in by_op.items():
             denied.add_metric([resource_type, operation], count)
     yield denied
+    failed = CounterMetricFamily(
+        "kafka_server_broker_errors",
+        "Requests the broker failed on (answered UNKNOWN_SERVER_ERROR, or closed), by type",
+        labels=["request"],
+    )
+    for request, count in s["broker_errors"]["by_request"].items():
+        failed.add_metric([request], count)
+    yield failed
 
 
 def _event_loop(loop: dict[str, Any]) -> Iterator[Metric]:

@@ -80,7 +80,15 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         "log": {"flush_time_ms": metrics.log_flush.read(epoch).scaled(_US_TO_MS)},
         "event_loop": metrics.event_loop.figures(now),
         "authorization": metrics.authorization(),
+        "broker_errors": _broker_errors(metrics),
     }
+
+
+def _broker_errors(metrics: BrokerMetrics) -> dict[str, Any]:
+    """Requests the broker failed on (answered UNKNOWN_SERVER_ERROR or closed), since start."""
+    handler = metrics.request_handler
+    failures = dict(sorted(handler.failures.items())) if handler is not None else {}
+    return {"total": sum(failures.values()), "by_request": failures}
 
 
 def _iso_now(metrics: BrokerMetrics) -> str:
