@@ -110,15 +110,15 @@ def test_parse_properties_keeps_file_order() -> None:
 
 BAD_VALUES = [
     # (key, value, the exact message)
-    ("num.io.threads", "zero", "num.io.threads=zero: expected an integer >= 1"),
-    ("num.io.threads", "0", "num.io.threads=0: expected an integer >= 1"),
-    ("num.io.threads", "1.5", "num.io.threads=1.5: expected an integer >= 1"),
-    ("num.io.threads", "1_000", "num.io.threads=1_000: expected an integer >= 1"),
-    ("num.io.threads", "0x10", "num.io.threads=0x10: expected an integer >= 1"),
+    ("num.io.threads", "zero", "num.io.threads=zero: expected an integer between 1 and 256"),
+    ("num.io.threads", "0", "num.io.threads=0: expected an integer between 1 and 256"),
+    ("num.io.threads", "1.5", "num.io.threads=1.5: expected an integer between 1 and 256"),
+    ("num.io.threads", "1_000", "num.io.threads=1_000: expected an integer between 1 and 256"),
+    ("num.io.threads", "0x10", "num.io.threads=0x10: expected an integer between 1 and 256"),
     (
         "num.io.threads",
         "2147483648",
-        "num.io.threads=2147483648: expected an integer >= 1 "
+        "num.io.threads=2147483648: expected an integer between 1 and 256 "
         "(out of range: -2147483648 to 2147483647)",
     ),
     ("log.retention.bytes", "lots", "log.retention.bytes=lots: expected an integer >= -1"),
@@ -514,9 +514,13 @@ def test_malformed_override(item: str) -> None:
 def test_bad_value_in_file_or_override_names_key_and_value(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("num.io.threads = zero\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"^num\.io\.threads=zero: expected an integer >= 1$"):
+    with pytest.raises(
+        ConfigError, match=r"^num\.io\.threads=zero: expected an integer between 1 and 256$"
+    ):
         load_config(path, [])
-    with pytest.raises(ConfigError, match=r"^num\.io\.threads=-3: expected an integer >= 1$"):
+    with pytest.raises(
+        ConfigError, match=r"^num\.io\.threads=-3: expected an integer between 1 and 256$"
+    ):
         load_config(None, ["num.io.threads=-3"])
 
 
@@ -869,7 +873,7 @@ def test_with_updates_refuses_a_static_key() -> None:
 @pytest.mark.parametrize(
     ("updates", "message"),
     [
-        ({"num.io.threads": "zero"}, "num.io.threads=zero: expected an integer >= 1"),
+        ({"num.io.threads": "zero"}, "num.io.threads=zero: expected an integer between 1 and 256"),
         ({"num.io.threadz": "1"}, "num.io.threadz=1: unknown configuration key"),
         ({"max.connections.per.ip": "0"}, "max.connections.per.ip=0: 0 refuses every address"),
         ({"log.cleanup.policy": "compact"}, "log.cleanup.policy=compact: compact is not supported"),

@@ -1,7 +1,10 @@
 """DescribeConfigs v1-v4: a topic's or the broker's effective configuration.
 
 Topic entries carry their source (TOPIC_CONFIG for the topic's own overrides, else the
-broker key's source); broker entries are read-only unless dynamic. Sensitive values are
+broker key's source); broker entries are read-only unless dynamic. With
+``include_synonyms``, every setting behind a value in Kafka's precedence (the topic's own,
+the broker's run-time change, its static setting, its default; ``log.retention.hours``
+and the like included). Sensitive values are
 never sent (null, is_sensitive true). ``configuration_keys`` null means every key; an
 unknown key is simply absent, as in Kafka. A broker resource is named by this broker's id,
 or empty for the cluster default. A topic needs DESCRIBE_CONFIGS on it
@@ -74,7 +77,12 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 read_only=e.read_only,
                 config_source=int(e.source),
                 is_sensitive=e.is_sensitive,
-                synonyms=[Synonym(name=e.name, value=e.text, source=int(e.source))]
+                synonyms=[
+                    Synonym(name=n, value=v, source=src)
+                    for n, v, src in broker.config_synonyms(
+                        e.name, res.resource_type, res.resource_name
+                    )
+                ]
                 if req.include_synonyms
                 else [],
                 config_type=_TYPES.get(broker.config_type_name(e.name, res.resource_type), 0),

@@ -82,6 +82,10 @@ class TopicError(Exception):
         self.message = message
 
 
+class ConfigChangeError(TopicError):
+    """A configuration change refused (INVALID_CONFIG, INVALID_REQUEST ...): nothing changed."""
+
+
 @dataclass(slots=True)
 class WriteResult:
     """The outcome of appending one partition's records (Produce)."""
@@ -177,6 +181,35 @@ class BrokerView(Protocol):
     def config_type_name(self, name: str, resource_type: int) -> str: ...
 
     def config_doc(self, name: str, resource_type: int) -> str | None: ...
+
+    def config_synonyms(
+        self, name: str, resource_type: int, resource_name: str
+    ) -> Sequence[tuple[str, str | None, int]]:
+        """(name, value text, source) of every setting that could give the key its value,
+        the one in force first (DescribeConfigs' synonyms)."""
+        ...
+
+    async def replace_configs(
+        self,
+        resource_type: int,
+        name: str,
+        configs: Mapping[str, str | None],
+        *,
+        validate_only: bool,
+    ) -> None:
+        """AlterConfigs for one resource (raises ``ConfigChangeError`` / ``TopicError``)."""
+        ...
+
+    async def alter_configs_incrementally(
+        self,
+        resource_type: int,
+        name: str,
+        operations: Sequence[tuple[str, int, str | None]],
+        *,
+        validate_only: bool,
+    ) -> None:
+        """IncrementalAlterConfigs for one resource (raises as ``replace_configs``)."""
+        ...
 
     # -- the data path
 

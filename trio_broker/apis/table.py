@@ -17,6 +17,7 @@ from ..protocol.api import ApiSpec
 from ..protocol.schema import VersionRange
 from . import (
     acls,
+    alter_configs,
     api_versions,
     client_quotas,
     configs,
@@ -86,6 +87,8 @@ API_TABLE = ApiTable(
         ApiEntry(messages.topics.DELETE_TOPICS, topics.delete_topics),
         ApiEntry(messages.offsets.DELETE_RECORDS, delete_records.handle),
         ApiEntry(messages.configs.DESCRIBE_CONFIGS, configs.handle),
+        ApiEntry(messages.configs.ALTER_CONFIGS, alter_configs.handle_alter),
+        ApiEntry(messages.configs.INCREMENTAL_ALTER_CONFIGS, alter_configs.handle_incremental),
         ApiEntry(messages.topics.CREATE_PARTITIONS, topics.create_partitions),
         ApiEntry(messages.produce.INIT_PRODUCER_ID, init_producer_id.handle),
         # group coordinator (transactions are not served, so not listed)

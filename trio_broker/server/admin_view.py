@@ -27,8 +27,6 @@ import trio
 from admin.app import create_app
 from admin.serve import AdminBindError, serve_admin
 from admin.view import (
-    MAX_POOL_SIZE,
-    MIN_POOL_SIZE,
     BrokerInfo,
     ClientQuota,
     ConfigState,
@@ -48,15 +46,13 @@ from .. import __version__
 from ..network.mute import MuteState
 from ..security.scram import CredentialError, ScramCredential, new_credential
 from .admin_acls import AclAdmin
-from .config import BrokerConfig, ConfigError
-from .config_names import known_key
+from .config import BrokerConfig
+from .config_changes import ChangeRefused, plan_broker_change
 from .quotas import QUOTA_KEYS, QuotaEntity, QuotaError
 from .startup import StartupError
 
 if TYPE_CHECKING:
     from .broker import Broker
-
-_POOL_KEYS = ("num.io.threads", "num.network.threads")
 
 
 class BrokerAdminView(AclAdmin):
@@ -156,7 +152,6 @@ class BrokerAdminView(AclAdmin):
                 "control-plane-listener",
                 f"{listener} is the control-plane listener: it has exactly one processor",
             )
-        _check_pool_size("num.network.threads", size)
         # Kafka's per-listener form, stored with the other dynamic changes
         key = f"listener.name.{listener.lower()}.num.network.threads"
         await self.update_config({key: str(size)}, dry_run=False)
@@ -267,27 +262,10 @@ class BrokerAdminView(AclAdmin):
     async def update_config(
         self, settings: Mapping[str, str | None], *, dry_run: bool
     ) -> ConfigState:
-        current = self.broker.config
-        for key in settings:
-            try:
-                definition = known_key(key, settings[key])
-            except ConfigError:
-                raise Invalid(
-                    "unknown-config", f"{key}: no such configuration key", key=key
-                ) from None
-            if not definition.dynamic:
-                raise Invalid(
-                    "static-config",
-                    f"{key} cannot be changed at run time; set it in server.properties and restart",
-                    key=key,
-                )
         try:
-            updated = current.with_updates(settings)
-        except ConfigError as exc:
-            raise Invalid("invalid-config", str(exc), key=exc.key, value=exc.value) from None
-        for key, value in settings.items():  # validated above: an integer if given
-            if value is not None and (key in _POOL_KEYS or key.endswith(".num.network.threads")):
-                _check_pool_size(key, int(value), value)
+            updated = plan_broker_change(self.broker.config, settings)
+        except ChangeRefused as exc:
+            raise Invalid(exc.kind.value, exc.message, key=exc.key, value=exc.value) from None
         if not dry_run:
             await self.broker.update_config(updated, settings)
         return _config_state(updated)
@@ -356,17 +334,6 @@ def _read_dashboard_dir(directory: Path) -> DashboardData:
         recommendations=found.get("recommendations"),
         problems=tuple(problems),
     )
-
-
-def _check_pool_size(key: str, size: int, raw: str | None = None) -> None:
-    if not MIN_POOL_SIZE <= size <= MAX_POOL_SIZE:
-        raise Invalid(
-            "invalid-config",
-            f"{key}={size if raw is None else raw}: expected an integer between "
-            f"{MIN_POOL_SIZE} and {MAX_POOL_SIZE}",
-            key=key,
-            value=str(size) if raw is None else raw,
-        )
 
 
 def _config_state(config: BrokerConfig) -> ConfigState:

@@ -51,6 +51,7 @@ from .access import AccessControl
 from .acl_store import AclStore, Authorization
 from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
+from .config_admin import ConfigAdmin
 from .configdef import ConfigEntry
 from .control_plane import ControlPlane
 from .delayed import DelayedResponse
@@ -221,8 +222,14 @@ class Broker:
             self.replica_manager,
             self.fetch_purgatory,
         )
+        self.config_admin = ConfigAdmin(
+            self.broker_id, lambda: self.config, self.update_config, self.topic_admin
+        )
         # The BrokerView the APIs work through: these services' own methods.
         topics, access, plane = self.topic_admin, self.access, self.control
+        self.replace_configs = self.config_admin.replace_configs
+        self.alter_configs_incrementally = self.config_admin.alter_configs_incrementally
+        self.config_synonyms = self.config_admin.synonyms
         self.topic = topics.topic
         self.topic_by_id = topics.topic_by_id
         self.topics = topics.topics

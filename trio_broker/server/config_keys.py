@@ -23,6 +23,7 @@ from .config_syntax import (
     NON_NEGATIVE,
     OS_DEFAULT_OR_POSITIVE,
     PASSWORD,
+    POOL_SIZE,
     POSITIVE,
     SASL_MECHANISMS,
     STORE_TYPES,
@@ -117,11 +118,20 @@ _KEYS = [
         "num.network.threads",
         INT,
         3,
-        "Tasks receiving requests and sending responses.",
-        POSITIVE,
+        "Processors per listener, each owning its connections' network work (framing, "
+        "parsing, response writes); tasks of the one event loop: concurrency, not CPU.",
+        POOL_SIZE,
         dynamic=True,
     ),
-    define("num.io.threads", INT, 8, "Tasks handling requests.", POSITIVE, dynamic=True),
+    define(
+        "num.io.threads",
+        INT,
+        8,
+        "Worker threads running storage work (appends, fsyncs, reads, index lookups); "
+        "the request handler tasks are twice as many.",
+        POOL_SIZE,
+        dynamic=True,
+    ),
     define(
         "queued.max.requests",
         INT,

@@ -185,6 +185,8 @@ INT, LONG, BOOL = ConfigType.INT, ConfigType.LONG, ConfigType.BOOLEAN
 STR, LIST, PASSWORD = ConfigType.STRING, ConfigType.LIST, ConfigType.PASSWORD
 
 POSITIVE = Range(1)
+# A pool's size: the admin API's, the advisor's and AlterConfigs' bound alike.
+POOL_SIZE = Range(1, 256)
 NON_NEGATIVE = Range(0)
 UNLIMITED_OR_POSITIVE = Range(1, allow=(-1,))
 OS_DEFAULT_OR_POSITIVE = Range(1, allow=(-1,))

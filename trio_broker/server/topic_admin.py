@@ -24,6 +24,7 @@ from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID
 from .cluster_state import ClusterState
 from .config import BrokerConfig, ConfigError
+from .config_changes import plan_topic_change
 from .replica_manager import ReplicaManager
 from .topic_config import validate_topic_configs
 from .topics import TopicCatalog
@@ -162,6 +163,27 @@ class TopicAdmin:
                 return
             await trio.to_thread.run_sync(self._grow_topic_blocking, info, count)
         log.info("topic %s now has %d partitions", name, count)
+
+    async def set_configs(
+        self, name: str, overrides: Mapping[str, str], *, validate_only: bool
+    ) -> None:
+        """Replace a topic's config overrides (AlterConfigs): checked (``ChangeRefused``),
+        stored in the catalog and in force in its partition logs at once."""
+        clean = plan_topic_change(overrides)
+        async with self._lock:
+            info = self.catalog.get(name)
+            if info is None:
+                raise TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                )
+            if validate_only:
+                return
+            await trio.to_thread.run_sync(self._set_configs_blocking, replace(info, configs=clean))
+        log.info("topic %s configs now %s", name, clean)
+
+    def _set_configs_blocking(self, info: TopicInfo) -> None:
+        self.catalog.replace(info)
+        self.replica_manager.reconfigure(info)  # may wait behind a partition's fsync
 
     def _grow_topic_blocking(self, info: TopicInfo, count: int) -> None:
         grown = self.catalog.with_partitions(info, count)

@@ -1,0 +1,119 @@
+"""AlterConfigs v0-v2 and IncrementalAlterConfigs v0-v1: run-time config changes.
+
+For TOPIC resources and BROKER resources (this broker's id, or ``""`` for the cluster-wide
+default). AlterConfigs replaces a resource's whole set of run-time settings;
+IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT (the last two on
+list-valued keys only) to the keys it names. ``validate_only`` checks and changes nothing.
+Each resource is answered on its own, with Kafka's codes: TOPIC_AUTHORIZATION_FAILED /
+CLUSTER_AUTHORIZATION_FAILED without ALTER_CONFIGS on the topic / the cluster,
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (an unknown key, a bad value, a key that needs
+a restart), INVALID_REQUEST (another broker's id, a resource named twice, a key given twice).
+The broker's side, shared with the admin API's ``PUT /v1/config``, is
+``server.config_admin``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..protocol.api import ApiKey, spec_for
+from ..protocol.errors import ErrorCode
+from ..protocol.schema import item_type
+from .authz import TOPIC as TOPIC_RESOURCE
+from .authz import Op, allowed, cluster_allowed
+from .context import RequestContext
+from .services import TopicError
+
+TOPIC, BROKER = 2, 4
+
+_ALTER = spec_for(ApiKey.AlterConfigs)
+_INCREMENTAL = spec_for(ApiKey.IncrementalAlterConfigs)
+assert _ALTER is not None and _INCREMENTAL is not None
+AlterConfigsResponse: Any = _ALTER.response
+AlterResult: Any = item_type(AlterConfigsResponse, "responses")
+IncrementalResponse: Any = _INCREMENTAL.response
+IncrementalResult: Any = item_type(IncrementalResponse, "responses")
+
+
+def _refusal(ctx: RequestContext, res: Any, duplicated: bool) -> tuple[int, str | None] | None:
+    """Why a resource cannot be altered before its changes are looked at, if it cannot."""
+    if duplicated:
+        return ErrorCode.INVALID_REQUEST, "the resource is named more than once in the request"
+    if res.resource_type == TOPIC:
+        if not allowed(ctx, Op.ALTER_CONFIGS, TOPIC_RESOURCE, res.resource_name):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
+    elif res.resource_type == BROKER:
+        if not cluster_allowed(ctx, Op.ALTER_CONFIGS):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
+    else:
+        return (
+            ErrorCode.INVALID_REQUEST,
+            f"resource type {res.resource_type} cannot be altered (TOPIC or BROKER)",
+        )
+    return None
+
+
+def _duplicates(resources: list[Any]) -> set[tuple[int, str]]:
+    counts = Counter((r.resource_type, r.resource_name) for r in resources)
+    return {k for k, n in counts.items() if n > 1}
+
+
+async def handle_alter(ctx: RequestContext, req: Any) -> Any:
+    dup = _duplicates(req.resources)
+    results = []
+    for res in req.resources:
+        code: int = ErrorCode.NONE
+        message: str | None = None
+        refused = _refusal(ctx, res, (res.resource_type, res.resource_name) in dup)
+        if refused is not None:
+            code, message = refused
+        else:
+            try:
+                await ctx.broker.replace_configs(
+                    res.resource_type,
+                    res.resource_name,
+                    {c.name: c.value for c in res.configs},
+                    validate_only=req.validate_only,
+                )
+            except TopicError as exc:  # ConfigChangeError too
+                code, message = exc.error_code, exc.message
+        results.append(
+            AlterResult(
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return AlterConfigsResponse(throttle_time_ms=ctx.throttle_time_ms, responses=results)
+
+
+async def handle_incremental(ctx: RequestContext, req: Any) -> Any:
+    dup = _duplicates(req.resources)
+    results = []
+    for res in req.resources:
+        code: int = ErrorCode.NONE
+        message: str | None = None
+        refused = _refusal(ctx, res, (res.resource_type, res.resource_name) in dup)
+        if refused is not None:
+            code, message = refused
+        else:
+            try:
+                await ctx.broker.alter_configs_incrementally(
+                    res.resource_type,
+                    res.resource_name,
+                    [(c.name, c.config_operation, c.value) for c in res.configs],
+                    validate_only=req.validate_only,
+                )
+            except TopicError as exc:
+                code, message = exc.error_code, exc.message
+        results.append(
+            IncrementalResult(
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return IncrementalResponse(throttle_time_ms=ctx.throttle_time_ms, responses=results)

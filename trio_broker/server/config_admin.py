@@ -1,0 +1,160 @@
+"""AlterConfigs and IncrementalAlterConfigs, on the broker's side: one resource at a time.
+
+Owns: ``ConfigAdmin``, which turns a resource's requested changes into the one change path
+(``server.config_changes``): a broker resource (this broker's id, or ``""``, the
+cluster-wide default, which in a broker that keeps its own dynamic config is the same
+store) becomes ``Broker.update_config`` (stored in the data dir, in force at once, as
+``PUT /v1/config``); a topic becomes ``TopicAdmin.set_configs`` (stored in
+``topics.json``, its logs reconfigured at once). AlterConfigs replaces the resource's whole
+set of run-time settings, as Kafka's does; IncrementalAlterConfigs changes only the keys it
+names. Refusals are ``ConfigChangeError`` with Kafka's error code. Also ``synonyms``, for
+DescribeConfigs: every setting that could give a key its value, the one in force first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from ..apis.services import ConfigChangeError, TopicError
+from ..protocol.errors import ErrorCode
+from .config import BrokerConfig
+from .config_changes import ChangeRefused, Refusal, incremental, plan_broker_change
+from .config_keys import BROKER_CONFIG_DEF, BROKER_SYNONYMS
+from .configdef import ConfigSource, render
+from .topic_admin import TopicAdmin
+from .topic_config import TOPIC_BROKER_KEYS, TOPIC_CONFIG_DEF, effective_topic_config
+
+TOPIC, BROKER = 2, 4
+
+Operation = tuple[str, int, str | None]  # (key, IncrementalAlterConfigs operation, value)
+
+
+def _error(exc: ChangeRefused) -> ConfigChangeError:
+    code = ErrorCode.INVALID_REQUEST if exc.kind is Refusal.REQUEST else ErrorCode.INVALID_CONFIG
+    return ConfigChangeError(code, exc.message)
+
+
+class ConfigAdmin:
+    def __init__(
+        self,
+        broker_id: int,
+        config: Callable[[], BrokerConfig],
+        update_config: Callable[[BrokerConfig, Mapping[str, str | None]], Awaitable[None]],
+        topics: TopicAdmin,
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.update_config = update_config
+        self.topics = topics
+
+    def _check_broker_name(self, name: str) -> None:
+        if name not in ("", str(self.broker_id)):
+            raise ConfigChangeError(
+                ErrorCode.INVALID_REQUEST, f"this is broker {self.broker_id}, not {name}"
+            )
+
+    def _topic_overrides(self, name: str) -> Mapping[str, str]:
+        info = self.topics.catalog.get(name)
+        if info is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        return info.configs
+
+    async def _broker(self, settings: Mapping[str, str | None], validate_only: bool) -> None:
+        try:
+            new = plan_broker_change(self.config(), settings)
+        except ChangeRefused as exc:
+            raise _error(exc) from None
+        if not validate_only:
+            await self.update_config(new, settings)
+
+    async def _topic(self, name: str, overrides: Mapping[str, str], validate_only: bool) -> None:
+        try:
+            await self.topics.set_configs(name, overrides, validate_only=validate_only)
+        except ChangeRefused as exc:
+            raise _error(exc) from None
+
+    async def replace_configs(
+        self,
+        resource_type: int,
+        name: str,
+        configs: Mapping[str, str | None],
+        *,
+        validate_only: bool,
+    ) -> None:
+        """AlterConfigs: ``configs`` become the resource's whole set of settings."""
+        if resource_type == BROKER:
+            self._check_broker_name(name)
+            dropped = {k: None for k in self.config().dynamic_raw if k not in configs}
+            await self._broker({**dropped, **configs}, validate_only)
+        elif resource_type == TOPIC:
+            self._topic_overrides(name)
+            clean = {k: v for k, v in configs.items() if v is not None}
+            await self._topic(name, clean, validate_only)
+        else:
+            raise ConfigChangeError(
+                ErrorCode.INVALID_REQUEST, f"resource type {resource_type} cannot be altered"
+            )
+
+    async def alter_configs_incrementally(
+        self, resource_type: int, name: str, operations: Sequence[Operation], *, validate_only: bool
+    ) -> None:
+        """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on the named keys."""
+        try:
+            if resource_type == BROKER:
+                self._check_broker_name(name)
+                config = self.config()
+                effective = {n: e.text for n, e in config.describe().items()}
+                changes = incremental(
+                    config.dynamic_raw, list(operations), topic=False, effective=effective
+                )
+                await self._broker(changes, validate_only)
+            elif resource_type == TOPIC:
+                current = self._topic_overrides(name)
+                effective = {
+                    n: e.text for n, e in effective_topic_config(self.config(), current).items()
+                }
+                changes = incremental(current, list(operations), topic=True, effective=effective)
+                merged = {**current, **changes}
+                await self._topic(
+                    name, {k: v for k, v in merged.items() if v is not None}, validate_only
+                )
+            else:
+                raise ConfigChangeError(
+                    ErrorCode.INVALID_REQUEST, f"resource type {resource_type} cannot be altered"
+                )
+        except ChangeRefused as exc:
+            raise _error(exc) from None
+
+    def synonyms(
+        self, name: str, resource_type: int, resource_name: str
+    ) -> list[tuple[str, str | None, int]]:
+        """(name, value, source) of each setting behind ``name``, in Kafka's precedence: the
+        topic's own, then the broker's run-time change, its static setting (each with the
+        broker key's own synonyms, e.g. ``log.retention.hours``), its default."""
+        out: list[tuple[str, str | None, int]] = []
+        if resource_type == TOPIC:
+            info = self.topics.catalog.get(resource_name)
+            topic_key = TOPIC_CONFIG_DEF.get(name)
+            if info is not None and name in info.configs:
+                hidden = topic_key is not None and topic_key.sensitive
+                value = None if hidden else info.configs[name]
+                out.append((name, value, int(ConfigSource.TOPIC_CONFIG)))
+            broker_name = TOPIC_BROKER_KEYS.get(name)
+            if broker_name is None:
+                return out
+            name = broker_name
+        key = BROKER_CONFIG_DEF.get(name)
+        if key is None:
+            return out
+        config = self.config()
+        names = BROKER_SYNONYMS.get(name, (name,))
+        for settings, source in (
+            (config.dynamic_raw, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (config.originals, ConfigSource.STATIC_BROKER_CONFIG),
+        ):
+            for n in names:
+                if n in settings:
+                    out.append((n, None if key.sensitive else settings[n], int(source)))
+        default = None if key.sensitive else render(key.default)
+        out.append((name, default, int(ConfigSource.DEFAULT_CONFIG)))
+        return out
