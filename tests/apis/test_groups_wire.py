@@ -31,7 +31,7 @@ from ..support.wire import AsyncWireClient
 
 FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
 GROUP_APIS = {8: (2, 8), 9: (1, 8), 10: (0, 4), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5)}
-GROUP_APIS |= {15: (0, 5), 16: (0, 4), 42: (0, 2), 47: (0, 0)}
+GROUP_APIS |= {15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
 TRANSACTION_APIS = {24, 25, 26, 28}  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
 
 
@@ -317,11 +317,18 @@ async def test_list_delete_and_offset_delete(run_broker) -> None:  # type: ignor
     )
     assert (await c.request(commit, 8)).topics[0].partitions[0].error_code == 0
 
-    for version in range(5):
+    for version in range(6):
         lg = await c.request(ListGroupsRequest(), version)
         assert sorted(g.group_id for g in lg.groups) == ["active", "idle"]
     only = await c.request(ListGroupsRequest(states_filter=["Empty"]), 4)
     assert [(g.group_id, g.group_state) for g in only.groups] == [("idle", "Empty")]
+    # v5: every group here is a classic one; a filter on another type lists none.
+    classic = await c.request(ListGroupsRequest(types_filter=["Classic"]), 5)
+    assert sorted((g.group_id, g.group_type) for g in classic.groups) == [
+        ("active", "classic"),
+        ("idle", "classic"),
+    ]
+    assert (await c.request(ListGroupsRequest(types_filter=["consumer"]), 5)).groups == []
 
     od = await c.request(
         OffsetDeleteRequest(

@@ -328,9 +328,17 @@ async def describe_groups(
 # ------------------------------------------------------------------ ListGroups
 
 
+# Every group here is a classic one (JoinGroup/SyncGroup, or offsets only); KIP-848's
+# "consumer" groups are not served.
+CLASSIC = "classic"
+
+
 async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
     states = req.states_filter if ctx.api_version >= 4 else []
+    types = {t.lower() for t in req.types_filter} if ctx.api_version >= 5 else set()
     code, overviews = coordinator_of(ctx).list_groups(states)
+    if types and CLASSIC not in types:
+        overviews = []
     if not cluster_allowed(ctx, Op.DESCRIBE, log_denied=False):
         overviews = [
             g for g in overviews if allowed(ctx, Op.DESCRIBE, GROUP, g.group_id, log_denied=False)
@@ -340,7 +348,10 @@ async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroups
         error_code=code,
         groups=[
             ListGroupsResponse.ListedGroup(
-                group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type=CLASSIC,
             )
             for g in overviews
         ],

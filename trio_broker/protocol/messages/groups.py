@@ -149,15 +149,17 @@ class DescribeGroupsResponse(Response, api_key=15, versions="0-5", flexible="5+"
     groups: list[DescribedGroup] = field(array(DescribedGroup))
 
 
-class ListGroupsRequest(Request, api_key=16, versions="0-4", flexible="3+"):
+class ListGroupsRequest(Request, api_key=16, versions="0-5", flexible="3+"):
     states_filter: list[str] = field("[]string", "4+")
+    types_filter: list[str] = field("[]string", "5+")
 
 
-class ListGroupsResponse(Response, api_key=16, versions="0-4", flexible="3+"):
+class ListGroupsResponse(Response, api_key=16, versions="0-5", flexible="3+"):
     class ListedGroup(Struct):
         group_id: str = field("string")
         protocol_type: str = field("string")
         group_state: str = field("string", "4+", ignorable=True)
+        group_type: str = field("string", "5+", ignorable=True)
 
     throttle_time_ms: int = field("int32", "1+", ignorable=True)
     error_code: int = field("int16")
