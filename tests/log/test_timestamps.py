@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from trio_broker.records import Record, build_batch, validate_batches
 
 from ..records.kafka_oracle import kp_batch
@@ -54,15 +56,18 @@ def test_empty_log_has_no_timestamp_answer(tmp_path) -> None:
     log.close()
 
 
-def test_compressed_batches_answer_with_the_batch(tmp_path) -> None:
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_answer_with_the_exact_record(tmp_path, codec: str) -> None:
     log = open_log(tmp_path / "t-0")
-    data = kp_batch([(100 + i, b"k", b"v" * 300, []) for i in range(5)], compression="lz4")
+    data = kp_batch([(100 + i, b"k", b"v" * 300, []) for i in range(5)], compression=codec)
     log.append(
         validate_batches(memoryview(data), max_batch_bytes=1 << 20), leader_epoch=0, now_ms=0
     )
-    assert log.offset_for_timestamp(102) == (0, 104)  # records are not decompressed
-    gz = build_batch([Record(b"k", b"v", (), 200 + i) for i in range(5)], compression="gzip")
-    log.append(validate_batches(memoryview(gz), max_batch_bytes=1 << 20), leader_epoch=0, now_ms=0)
-    assert log.offset_for_timestamp(202) == (7, 202)  # gzip is decoded: exact record
+    assert log.offset_for_timestamp(102) == (2, 102)  # decoded: the record, not the batch
+    ours = build_batch([Record(b"k", b"v", (), 200 + i) for i in range(5)], compression=codec)
+    log.append(
+        validate_batches(memoryview(ours), max_batch_bytes=1 << 20), leader_epoch=0, now_ms=0
+    )
+    assert log.offset_for_timestamp(202) == (7, 202)
     assert log.max_timestamp_offset() == (9, 204)
     log.close()

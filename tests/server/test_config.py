@@ -179,8 +179,8 @@ BAD_VALUES = [
     ),
     (
         "compression.type",
-        "gzip",
-        "compression.type=gzip: gzip is not supported: the broker keeps the producer's compression",
+        "brotli",
+        "compression.type=brotli: expected one of producer, uncompressed, gzip, snappy, lz4, zstd",
     ),
     (
         "ssl.keystore.type",
@@ -900,6 +900,9 @@ def test_dynamic_settings_must_be_dynamic_keys() -> None:
 # ----------------------------------------------------------------------- topic configs
 
 REQUIRED_TOPIC_KEYS = {
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
     "retention.ms": "log.retention.ms",
     "retention.bytes": "log.retention.bytes",
     "segment.bytes": "log.segment.bytes",
@@ -960,8 +963,8 @@ TOPIC_ERRORS = [
         "cleanup.policy=delete,compact: compact is not supported",
     ),
     (
-        {"compression.type": "zstd"},
-        "compression.type=zstd: zstd is not supported: the broker keeps the producer's compression",
+        {"compression.zstd.level": "99"},
+        "compression.zstd.level=99: expected an integer between -131072 and 22",
     ),
     (
         {"message.timestamp.type": "Now"},

@@ -29,6 +29,10 @@ class LogConfig:
     message_timestamp_type: Literal["CreateTime", "LogAppendTime"] = (
         "CreateTime"  # message.timestamp.type
     )
+    # compression.type: "producer" keeps each batch as sent; a codec name ("uncompressed",
+    # "gzip", "snappy", "lz4", "zstd") is what stored batches are recompressed into.
+    compression_type: str = "producer"
+    compression_level: int | None = None  # compression.<codec>.level (None: the default)
 
     def __post_init__(self) -> None:
         if self.segment_bytes < HEADER_SIZE:

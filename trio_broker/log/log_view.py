@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from trio_broker.protocol.primitives import FileRegion
-from trio_broker.records.header import BatchHeader, Compression, TimestampType
+from trio_broker.records.header import BatchHeader, TimestampType
 from trio_broker.records.reader import iter_records
 
 from .handles import FileHandle
@@ -153,8 +153,6 @@ def offset_for_timestamp(view: LogView, timestamp: int) -> tuple[int, int] | Non
 def record_at_or_after(
     segment: LogSegment, fd: int, position: int, h: BatchHeader, timestamp: int, min_offset: int
 ) -> tuple[int, int] | None:
-    if h.compression not in (Compression.NONE, Compression.GZIP):
-        return max(h.base_offset, min_offset), h.max_timestamp
     if h.timestamp_type is TimestampType.LOG_APPEND_TIME:
         return max(h.base_offset, min_offset), h.max_timestamp
     for record in iter_records(segment.read_batch(fd, position, h)):
@@ -165,7 +163,7 @@ def record_at_or_after(
 
 def max_timestamp_in(view: LogView) -> tuple[int, int] | None:
     """(offset, timestamp) of the record with the largest timestamp; the batch's base
-    offset when the segment holding it went meanwhile or its records are compressed."""
+    offset when the segment holding it went meanwhile."""
     best: LogSegment | None = None
     best_index = -1
     for i, segment in enumerate(view.segments):

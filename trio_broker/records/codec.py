@@ -1,40 +1,96 @@
-"""Compression codecs the broker itself can write and read: none and gzip (stdlib).
+"""The compression codecs of record batches, as Kafka frames them.
 
-Owns: compressing and decompressing the records section of a batch the broker builds or
-decodes for its own use (internal logs, tests). Producers' batches are never recompressed;
-the log stores them as they came. Snappy, LZ4 and zstd are stored and served untouched but
-not decoded here: asking for them raises ``RecordsError(UNSUPPORTED_COMPRESSION_TYPE)``.
+Owns: ``compress`` and ``decompress`` of a batch's records section for every codec of the
+v2 format, with the libraries made for them: gzip (stdlib), snappy (``python-snappy``),
+LZ4 (``lz4``'s frame format, which Kafka's v2 batches use) and zstd (``zstandard``), and
+the compression levels of KIP-390 (``None``: the codec's default). Snappy comes two ways:
+librdkafka sends a plain snappy block, Kafka's Java client the xerial framing
+(``\\x82SNAPPY\\x00``, a version pair, then length-prefixed blocks); both are read, and the
+broker writes the xerial framing, as Kafka's broker does, which every client reads.
+The broker decompresses to find a record inside a batch (ListOffsets by timestamp) and to
+recompress a producer's batch into a topic's ``compression.type``; always off the event
+loop. Corrupt data raises ``RecordsError(CORRUPT_MESSAGE)``.
 """
 
 from __future__ import annotations
 
 import gzip
+import struct
 import zlib
+
+import lz4.frame
+import snappy
+import zstandard
 
 from trio_broker.protocol.errors import ErrorCode
 
 from .errors import RecordsError
 from .header import Compression
 
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024  # snappy-java's default block size
+_BLOCK_LENGTH = struct.Struct(">i")
 
-def compress(compression: Compression, data: bytes) -> bytes:
+
+def compress(compression: Compression, data: bytes | memoryview, level: int | None = None) -> bytes:
+    """``data`` compressed with ``compression`` at ``level`` (``None``: the default)."""
     if compression is Compression.NONE:
-        return data
+        return bytes(data)
     if compression is Compression.GZIP:
-        return gzip.compress(data, compresslevel=6, mtime=0)
+        return gzip.compress(data, compresslevel=6 if level is None else level, mtime=0)
+    if compression is Compression.SNAPPY:
+        out = bytearray(_XERIAL_HEADER)
+        view = memoryview(data)
+        for start in range(0, len(view), _XERIAL_BLOCK):
+            block = snappy.compress(bytes(view[start : start + _XERIAL_BLOCK]))
+            out += _BLOCK_LENGTH.pack(len(block))
+            out += block
+        return bytes(out)
+    if compression is Compression.LZ4:
+        return bytes(lz4.frame.compress(data, compression_level=0 if level is None else level))
+    if compression is Compression.ZSTD:
+        return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)
     raise RecordsError(
-        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"cannot write {compression.name} batches"
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {compression!r}"
     )
+
+
+def _snappy(data: bytes | memoryview) -> bytes:
+    raw = bytes(data)
+    if not raw.startswith(_XERIAL_MAGIC):
+        return bytes(snappy.decompress(raw))
+    out = bytearray()
+    pos = len(_XERIAL_HEADER)
+    while pos < len(raw):
+        if pos + 4 > len(raw):
+            raise ValueError("truncated xerial block length")
+        (length,) = _BLOCK_LENGTH.unpack_from(raw, pos)
+        pos += 4
+        if length < 0 or pos + length > len(raw):
+            raise ValueError("xerial block runs past the data")
+        out += snappy.decompress(raw[pos : pos + length])
+        pos += length
+    return bytes(out)
 
 
 def decompress(compression: Compression, data: bytes | memoryview) -> bytes | memoryview:
     if compression is Compression.NONE:
         return data
-    if compression is Compression.GZIP:
-        try:
+    try:
+        if compression is Compression.GZIP:
             return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise RecordsError(ErrorCode.CORRUPT_MESSAGE, f"bad gzip data: {exc}") from None
+        if compression is Compression.SNAPPY:
+            return _snappy(data)
+        if compression is Compression.LZ4:
+            return bytes(lz4.frame.decompress(bytes(data)))
+        if compression is Compression.ZSTD:
+            # A frame may not record its content size: decompress as a stream.
+            return zstandard.ZstdDecompressor().decompressobj().decompress(bytes(data))
+    except (OSError, EOFError, ValueError, RuntimeError, zlib.error, zstandard.ZstdError) as exc:
+        raise RecordsError(
+            ErrorCode.CORRUPT_MESSAGE, f"bad {compression.name.lower()} data: {exc}"
+        ) from None
     raise RecordsError(
-        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"cannot decode {compression.name} batches"
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {compression!r}"
     )

@@ -16,10 +16,12 @@ from .config_syntax import (
     BOOL,
     CLEANUP_POLICIES,
     COMPRESSION,
+    GZIP_LEVEL,
     INT,
     LIST,
     LISTENERS,
     LONG,
+    LZ4_LEVEL,
     NON_NEGATIVE,
     OS_DEFAULT_OR_POSITIVE,
     PASSWORD,
@@ -30,6 +32,7 @@ from .config_syntax import (
     STR,
     TIMESTAMP_TYPES,
     UNLIMITED_OR_POSITIVE,
+    ZSTD_LEVEL,
     authorizer_name,
     cluster_id,
     each,
@@ -396,9 +399,18 @@ _KEYS = [
         "compression.type",
         STR,
         "producer",
-        "Compression of stored batches; only producer (kept as sent) is supported.",
+        "Codec of stored batches: producer (kept as sent), uncompressed, gzip, snappy, lz4 "
+        "or zstd; a batch sent with another codec is recompressed on an io thread.",
         COMPRESSION,
         dynamic=True,
+    ),
+    *(
+        define(f"compression.{codec}.level", INT, default, doc, validator, dynamic=True)
+        for codec, default, validator, doc in (
+            ("gzip", -1, GZIP_LEVEL, "gzip level of recompressed batches (-1: zlib's 6)."),
+            ("lz4", 9, LZ4_LEVEL, "LZ4 level of recompressed batches (1-17)."),
+            ("zstd", 3, ZSTD_LEVEL, "zstd level of recompressed batches (negative: faster)."),
+        )
     ),
     define(
         "unclean.leader.election.enable",

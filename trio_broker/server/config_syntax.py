@@ -198,13 +198,11 @@ CLEANUP_POLICIES = ListOf(
     unsupported=(("compact", "compact is not supported (log compaction is not implemented)"),),
     non_empty=True,
 )
-COMPRESSION = OneOf(
-    ("producer",),
-    unsupported=tuple(
-        (codec, f"{codec} is not supported: the broker keeps the producer's compression")
-        for codec in ("uncompressed", "gzip", "snappy", "lz4", "zstd")
-    ),
-)
+COMPRESSION = OneOf(("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
+# KIP-390's levels, in each codec's own range; -1 for gzip is zlib's default (6).
+GZIP_LEVEL = Range(1, 9, allow=(-1,))
+LZ4_LEVEL = Range(1, 17)
+ZSTD_LEVEL = Range(-131072, 22)
 STORE_TYPES = OneOf(
     ("PEM",),
     unsupported=tuple(

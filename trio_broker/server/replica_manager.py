@@ -31,6 +31,7 @@ from ..log.results import AppendInfo, ReadInfo
 from ..log.storage_hook import before_storage_operation
 from ..protocol.errors import ErrorCode
 from ..records.errors import RecordsError
+from ..records.recompress import recompress
 from ..records.validation import validate_batches
 from .cluster_state import ClusterState
 from .config import BrokerConfig
@@ -67,7 +68,16 @@ def log_config_for(config: BrokerConfig, overrides: Mapping[str, str | None]) ->
         flush_interval_ms=None if flush_ms >= _NO_FLUSH_MS else flush_ms,
         max_message_bytes=e["max.message.bytes"],
         message_timestamp_type=e["message.timestamp.type"],
+        compression_type=e["compression.type"],
+        compression_level=_level(e),
     )
+
+
+def _level(e: Mapping[str, Any]) -> int | None:
+    """The compression level for the topic's codec (KIP-390), None for the default."""
+    codec = e["compression.type"]
+    level = e.get(f"compression.{codec}.level")
+    return None if level is None or level == -1 else int(level)
 
 
 class ReplicaManager:
@@ -464,7 +474,14 @@ class ReplicaManager:
 def _append(plog: PartitionLog, records: memoryview, epoch: int) -> AppendInfo | Exception:
     before_storage_operation()
     try:
-        validated = validate_batches(records, max_batch_bytes=plog.config.max_message_bytes)
+        config = plog.config
+        validated = validate_batches(records, max_batch_bytes=config.max_message_bytes)
+        if config.compression_type != "producer":
+            changed = recompress(validated, config.compression_type, config.compression_level)
+            if changed is not None:
+                validated = validate_batches(
+                    memoryview(changed), max_batch_bytes=config.max_message_bytes
+                )
         return plog.append(validated, leader_epoch=epoch, now_ms=now_ms())
     except (RecordsError, ProducerStateError, LogError) as exc:
         return exc

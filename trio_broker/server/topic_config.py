@@ -56,8 +56,12 @@ _TOPIC_KEYS: tuple[tuple[str, str, str], ...] = (
     (
         "compression.type",
         "compression.type",
-        "Compression of stored batches; only producer (kept as sent).",
+        "Codec of stored batches: producer (kept as sent), uncompressed, gzip, snappy, "
+        "lz4 or zstd (other codecs are recompressed).",
     ),
+    ("compression.gzip.level", "compression.gzip.level", "gzip level when recompressing."),
+    ("compression.lz4.level", "compression.lz4.level", "LZ4 level when recompressing."),
+    ("compression.zstd.level", "compression.zstd.level", "zstd level when recompressing."),
     (
         "file.delete.delay.ms",
         "log.segment.delete.delay.ms",
