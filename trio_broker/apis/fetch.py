@@ -5,9 +5,9 @@ the first batch of the first partition that has data is returned even when it is
 so a consumer never gets stuck behind a big batch. If less than ``min_bytes`` is available
 and ``max_wait_ms`` > 0, the request is parked in the purgatory (no handler task waits):
 it completes when enough bytes arrive or when the wait runs out, and reads again then.
-Fetch sessions (KIP-227) are declined the way the KIP allows: a request to open one gets
-session id 0, so the client keeps sending full fetches; an incremental fetch for an
-unknown session gets FETCH_SESSION_ID_NOT_FOUND.
+Fetch sessions (KIP-227, v7+): epoch 0 opens a session (``apis.fetch_sessions``), later
+requests list only the partitions whose fetch position changed and the topics to forget,
+and get back only the partitions with news; epoch -1 fetches without one.
 Authorization, as Kafka: a follower's fetch (replica id >= 0) needs CLUSTER_ACTION on the
 cluster, a consumer's READ on each topic; partitions not allowed are
 TOPIC_AUTHORIZATION_FAILED and carry no records.
@@ -23,6 +23,7 @@ from ..protocol.errors import ErrorCode
 from ..protocol.schema import ZERO_UUID, item_type
 from .authz import TOPIC, Op, allowed, cluster_allowed
 from .context import RequestContext
+from .fetch_sessions import INITIAL_EPOCH, CachedPartition, FetchSession, Key
 from .services import ReadResult
 
 _SPEC = spec_for(ApiKey.Fetch)
@@ -41,42 +42,82 @@ class _Wanted:
     partition: int
     fetch_offset: int
     max_bytes: int
-    denied: bool = False
+    denied: bool
+    key: Key
+    cached: CachedPartition
+
+
+def _key(version: int, topic: str | None, topic_id: Any, partition: int) -> Key:
+    return (topic_id if version >= 13 else topic, partition)
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     v = ctx.api_version
-    if v >= 7 and (req.session_id != 0 or req.session_epoch > 0):
-        return FetchResponse(
-            throttle_time_ms=ctx.throttle_time_ms,
-            error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-            session_id=0,
-        )
-    wanted: list[_Wanted] = []
+    sessions = broker.fetch_sessions
+    session: FetchSession | None = None
+    incremental = False
+    if v >= 7 and req.session_epoch > INITIAL_EPOCH:
+        found = sessions.lookup(req.session_id, req.session_epoch)
+        if isinstance(found, int):
+            return FetchResponse(
+                throttle_time_ms=ctx.throttle_time_ms, error_code=found, session_id=0
+            )
+        session, incremental = found, True
+    elif v >= 7 and req.session_id != 0:
+        sessions.close(req.session_id)  # INITIAL or FINAL: the session named ends
+
     follower = req.replica_id >= 0
     may_replicate = cluster_allowed(ctx, Op.CLUSTER_ACTION) if follower else False
-    for t in req.topics:
+
+    def name_of(topic: str | None, topic_id: Any) -> str | None:
         if v >= 13:
-            info = broker.topic_by_id(t.topic_id)
-            name = info.name if info is not None else None
-        else:
-            name = t.topic
+            info = broker.topic_by_id(topic_id)
+            return info.name if info is not None else None
+        return topic
+
+    def denied(name: str | None) -> bool:
         if follower:
-            denied = not may_replicate
-        else:
-            denied = name is not None and not allowed(ctx, Op.READ, TOPIC, name)
+            return not may_replicate
+        return name is not None and not allowed(ctx, Op.READ, TOPIC, name)
+
+    asked: list[tuple[Key, CachedPartition]] = []
+    for t in req.topics:
+        topic_id = t.topic_id if v >= 13 else ZERO_UUID
+        name = name_of(t.topic if v < 13 else None, topic_id)
         for p in t.partitions:
-            wanted.append(
-                _Wanted(
-                    name,
-                    t.topic_id if v >= 13 else ZERO_UUID,
-                    p.partition,
-                    p.fetch_offset,
-                    p.partition_max_bytes,
-                    denied,
+            asked.append(
+                (
+                    _key(v, t.topic, topic_id, p.partition),
+                    CachedPartition(
+                        name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes
+                    ),
                 )
             )
+    if incremental:
+        assert session is not None
+        forgotten = [
+            _key(v, f.topic, f.topic_id if v >= 13 else ZERO_UUID, index)
+            for f in req.forgotten_topics_data
+            for index in f.partitions
+        ]
+        session.update(asked, forgotten)
+        asked = list(session.partitions.items())
+        sessions.incremental_fetches += 1
+    elif v >= 7 and req.session_epoch == INITIAL_EPOCH:
+        session = sessions.create(asked) if asked else None
+        sessions.full_fetches += 1
+    else:
+        sessions.sessionless_fetches += 1
+
+    wanted: list[_Wanted] = []
+    for key, c in asked:
+        name = name_of(c.topic, c.topic_id) if incremental else c.topic
+        wanted.append(
+            _Wanted(
+                name, c.topic_id, c.partition, c.fetch_offset, c.max_bytes, denied(name), key, c
+            )
+        )
     committed = v >= 4 and req.isolation_level == READ_COMMITTED
     max_bytes = req.max_bytes
 
@@ -102,11 +143,33 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         return results
 
     def respond(results: list[ReadResult]) -> Any:
+        shown, shown_results = wanted, results
+        if session is not None:
+            # What the client is told is remembered; an incremental response holds only
+            # the partitions with news, and those that returned records go to the back.
+            keep = [
+                session.changed(
+                    w.cached,
+                    r.error_code,
+                    r.high_watermark,
+                    r.last_stable_offset,
+                    r.log_start_offset,
+                )
+                or r.size > 0
+                for w, r in zip(wanted, results, strict=True)
+            ]
+            if incremental:
+                shown = [w for w, k in zip(wanted, keep, strict=True) if k]
+                shown_results = [r for r, k in zip(results, keep, strict=True) if k]
+                for r, k in zip(results, keep, strict=True):
+                    if not k:
+                        _release(r.records)
+                session.rotate(w.key for w, r in zip(wanted, results, strict=True) if r.size)
         return FetchResponse(
             throttle_time_ms=ctx.throttle_time_ms,
             error_code=ErrorCode.NONE,
-            session_id=0,
-            responses=_group(wanted, results, v, committed),
+            session_id=session.session_id if session is not None else 0,
+            responses=_group(shown, shown_results, v, committed),
         )
 
     results = await read_all()

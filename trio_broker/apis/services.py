@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
+from .fetch_sessions import FetchSessionCache
 from .outcomes import Deferred
 
 if TYPE_CHECKING:
@@ -132,6 +133,8 @@ class ConfigEntryView(Protocol):
 
 class BrokerView(Protocol):
     """Everything a handler may ask of the broker."""
+
+    fetch_sessions: FetchSessionCache  # KIP-227's sessions, used by Fetch
 
     broker_id: int
     cluster_id: str

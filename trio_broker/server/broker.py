@@ -35,6 +35,7 @@ from typing import Any
 import trio
 
 from ..apis.context import Deferred
+from ..apis.fetch_sessions import FetchSessionCache
 from ..apis.services import (
     BrokerEndpoint,
     Deferrable,
@@ -174,6 +175,10 @@ class Broker:
         pools: dict[str, tuple[str, HandlerPool]] = {"io": ("data", self.data_pool)}
         if self.control_pool is not None:
             pools["control"] = ("control", self.control_pool)
+        self.fetch_sessions = FetchSessionCache(
+            lambda: self.config["max.incremental.fetch.session.cache.slots"],
+            lambda: time.monotonic_ns() // 1_000_000,
+        )
         self.metrics = BrokerMetrics(
             broker_id=self.broker_id,
             window_s=config["metrics.window.seconds"],
@@ -183,6 +188,7 @@ class Broker:
             request_handler=self.request_handler,
             io_pool=self.io_pool,
             purgatories=lambda: self.purgatories,
+            fetch_sessions=self.fetch_sessions,
             started_ns=self.started_ns,
             memory_pool_capacity=config["queued.max.request.bytes"],
         )

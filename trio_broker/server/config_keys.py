@@ -396,6 +396,13 @@ _KEYS = [
         dynamic=True,
     ),
     define(
+        "max.incremental.fetch.session.cache.slots",
+        INT,
+        1000,
+        "Fetch sessions (KIP-227) kept at once; 0: every fetch is a full one.",
+        NON_NEGATIVE,
+    ),
+    define(
         "compression.type",
         STR,
         "producer",

@@ -31,6 +31,7 @@ from .topics import TopicMetrics
 from .window import Window, WindowedHistogram
 
 if TYPE_CHECKING:
+    from ...apis.fetch_sessions import FetchSessionCache
     from ...network.socket_server import SocketServer
     from ..handler_pool import HandlerPool
     from ..io_pool import IoPool
@@ -56,6 +57,7 @@ class BrokerMetrics:
         request_handler: RequestHandler | None = None,
         io_pool: IoPool | None = None,
         purgatories: Callable[[], Mapping[str, Purgatory]] = dict,
+        fetch_sessions: FetchSessionCache | None = None,
         started_ns: int | None = None,
         memory_pool_capacity: int = -1,
         clock: Callable[[], int] = time.monotonic_ns,
@@ -69,6 +71,7 @@ class BrokerMetrics:
         self.started_ns = clock() if started_ns is None else started_ns
         self.socket_server = socket_server
         self.request_handler = request_handler
+        self.fetch_sessions = fetch_sessions
         self.purgatories = purgatories
         self.requests = RequestMetrics(self.window)
         self.topics = TopicMetrics()

@@ -305,6 +305,28 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
     for request, count in s["broker_errors"]["by_request"].items():
         failed.add_metric([request], count)
     yield failed
+    fs = s["fetch_sessions"]
+    yield GaugeMetricFamily(
+        "kafka_server_fetch_session_cache_num_incremental_fetch_sessions",
+        "Fetch sessions cached (FetchSessionCache NumIncrementalFetchSessions)",
+        value=fs["sessions"],
+    )
+    yield GaugeMetricFamily(
+        "kafka_server_fetch_session_cache_num_incremental_fetch_partitions_cached",
+        "Partitions in cached fetch sessions (NumIncrementalFetchPartitionsCached)",
+        value=fs["partitions"],
+    )
+    yield CounterMetricFamily(
+        "kafka_server_fetch_session_cache_incremental_fetch_session_evictions",
+        "Fetch sessions evicted for new ones (IncrementalFetchSessionEvictionsPerSec)",
+        value=fs["evictions"],
+    )
+    fetches = CounterMetricFamily(
+        "kafka_server_fetches", "Fetch requests by kind (KIP-227)", labels=["kind"]
+    )
+    for kind in ("incremental", "full", "sessionless"):
+        fetches.add_metric([kind], fs[f"{kind}_fetches"])
+    yield fetches
 
 
 def _event_loop(loop: dict[str, Any]) -> Iterator[Metric]:

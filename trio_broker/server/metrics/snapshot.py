@@ -81,6 +81,31 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         "event_loop": metrics.event_loop.figures(now),
         "authorization": metrics.authorization(),
         "broker_errors": _broker_errors(metrics),
+        "fetch_sessions": _fetch_sessions(metrics),
+    }
+
+
+def _fetch_sessions(metrics: BrokerMetrics) -> dict[str, Any]:
+    """KIP-227's cache (Kafka's FetchSessionCache metrics) and the fetches by kind."""
+    cache = metrics.fetch_sessions
+    if cache is None:
+        return {
+            "sessions": 0,
+            "partitions": 0,
+            "slots": 0,
+            "evictions": 0,
+            "incremental_fetches": 0,
+            "full_fetches": 0,
+            "sessionless_fetches": 0,
+        }
+    return {
+        "sessions": len(cache.sessions),
+        "partitions": cache.partitions,
+        "slots": cache.slots(),
+        "evictions": cache.evictions,
+        "incremental_fetches": cache.incremental_fetches,
+        "full_fetches": cache.full_fetches,
+        "sessionless_fetches": cache.sessionless_fetches,
     }
 
 
