@@ -548,6 +548,14 @@ _KEYS = [
         "Window over which metric rates are computed.",
         POSITIVE,
     ),
+    # ---- testing
+    define(
+        "testing.faults.enable",
+        BOOL,
+        False,
+        "Fault injection for test suites (/v1/faults, trio_broker.testing); off: the "
+        "request path has no fault hook at all and /v1/faults answers 403.",
+    ),
 ]
 
 BROKER_CONFIG_DEF: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in _KEYS})
