@@ -2,7 +2,7 @@
 
 Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready``,
 ``/v1/broker``, ``/v1/pools``, ``/v1/connections``, ``/v1/quotas``, ``/v1/metrics``,
-``/v1/users`` (in ``admin.users``),
+``/v1/users`` (in ``admin.users``), ``/v1/faults`` (in ``admin.faults``),
 ``/metrics``, ``/v1/config``, ``/v1/openapi.json``, ``/v1/dashboard``, and the page
 ``/dashboard`` with its static files; ``/v1/acls`` is registered from ``admin.acls``), the
 bearer-token check, and the translation between JSON and the view's records. Handlers run
@@ -26,6 +26,7 @@ from .acls import register_acl_routes
 from .asgi import AdminQuart
 from .dashboard import PAGE, StaticFiles
 from .errors import ApiError, install_error_handlers, json_response
+from .faults import register_fault_routes
 from .inputs import boolean, parse_json_object, pool_size, quota_value, setting_text
 from .openapi import openapi_document
 from .users import register_user_routes
@@ -226,6 +227,7 @@ def create_app(view: AdminView) -> QuartTrio:
         )
 
     register_acl_routes(app, view)
+    register_fault_routes(app, view)  # /v1/faults (testing.faults.enable only)
 
     # ----------------------------------------------------------------- config
 

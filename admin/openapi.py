@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .acl_openapi import acl_paths, acl_schemas
+from .faults import fault_paths, fault_schemas
 from .users import user_paths, user_schemas
 from .view import CONFIG_ORIGINS, MAX_POOL_SIZE, MIN_POOL_SIZE
 
@@ -513,6 +514,7 @@ def openapi_document(
     }
     paths.update(acl_paths(op, _error))
     paths.update(user_paths(op, bad))
+    paths.update(fault_paths(op, _error))
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -520,7 +522,8 @@ def openapi_document(
             "version": version,
             "description": (
                 "Operate a running trio-broker: readiness, pools (live resize), "
-                "connections, client quotas, ACLs, SCRAM users, metrics and dynamic configuration. "
+                "connections, client quotas, ACLs, SCRAM users, metrics and dynamic configuration; "
+                "fault injection for test suites (testing.faults.enable). "
                 'Errors are {"error": {"code", "message"}}.'
             ),
         },
@@ -530,6 +533,7 @@ def openapi_document(
                 **_schemas(mute_states, quota_keys),
                 **acl_schemas(),
                 **user_schemas(),
+                **fault_schemas(),
             },
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },

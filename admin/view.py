@@ -1,9 +1,10 @@
 """The narrow view of the broker that the admin API reads and controls.
 
-Owns: the ``AdminView`` protocol, the plain frozen records it hands out (``BrokerInfo``,
-``PoolsState``, ``ConnectionInfo``, ``ClientQuota``, ``ConfigState``, ``DashboardData``
-...), the two errors it raises (``NotFound``, ``Invalid``) and the limits that are part of
-the HTTP contract (``MAX_POOL_SIZE``). The broker implements the protocol with an adapter
+Owns: the ``AdminView`` protocol (with ``FaultControl``, a testing broker's fault rules),
+the plain frozen records it hands out (``BrokerInfo``, ``PoolsState``, ``ConnectionInfo``,
+``ClientQuota``, ``ConfigState``, ``DashboardData`` ...), the two errors it raises
+(``NotFound``, ``Invalid``) and the limits that are part of the HTTP contract
+(``MAX_POOL_SIZE``). The broker implements the protocol with an adapter
 (``trio_broker.server.admin_view``); the admin package depends on nothing else of the
 broker, so the app can be read, and tested, against any object with this shape.
 
@@ -164,6 +165,29 @@ class ConfigState:
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
+class FaultControl(Protocol):
+    """The broker's fault rules (``testing.faults.enable``), as JSON-ready records: each
+    rule as ``admin.faults`` documents it, with its ``matched`` and ``hits`` counts."""
+
+    def add(self, spec: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Add a rule; ``Invalid`` naming the field when the description is refused."""
+        ...
+
+    def rules(self) -> Sequence[Mapping[str, Any]]: ...
+
+    def get(self, rule_id: int) -> Mapping[str, Any]:
+        """One rule; ``NotFound`` when no rule has that id."""
+        ...
+
+    def remove(self, rule_id: int) -> Mapping[str, Any]:
+        """Remove one rule and return it; ``NotFound`` when no rule has that id."""
+        ...
+
+    def clear(self) -> Sequence[Mapping[str, Any]]:
+        """Remove every rule and return them."""
+        ...
+
+
 class AdminView(AclView, Protocol):
     """What the admin API may read and change in a running broker (the ACLs: ``AclView``)."""
 
@@ -236,6 +260,11 @@ class AdminView(AclView, Protocol):
         ...
 
     def config(self) -> ConfigState: ...
+
+    @property
+    def faults(self) -> FaultControl | None:
+        """The fault rules; ``None`` unless the broker runs with testing.faults.enable."""
+        ...
 
     async def update_config(
         self, settings: Mapping[str, str | None], *, dry_run: bool

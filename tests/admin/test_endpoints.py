@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -543,7 +544,7 @@ def test_the_openapi_document_describes_every_route(http: httpx.Client) -> None:
     app = create_app(None)  # type: ignore[arg-type]  # routes need no view to be listed
     routes = set()
     for rule in app.url_map.iter_rules():
-        path = rule.rule.replace("<path:", "{").replace("<", "{").replace(">", "}")
+        path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)  # <int:id> -> {id}
         for method in rule.methods or ():
             if method not in ("HEAD", "OPTIONS"):
                 routes.add((method.lower(), path))

@@ -36,7 +36,10 @@ EXAMPLES = 10  # generated per operation, beside its coverage cases: ~1,000 requ
 @pytest.fixture(scope="module")
 def admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data = tmp_path_factory.mktemp("fuzz") / "data"
-    b = BrokerThread(data, {**ADMIN, "admin.token": TOKEN}).start()
+    # Fault injection on, so that /v1/faults is fuzzed past its 403 (its rules act on
+    # Kafka requests only, and no Kafka client talks to this broker).
+    settings = {**ADMIN, "admin.token": TOKEN, "testing.faults.enable": "true"}
+    b = BrokerThread(data, settings).start()
     yield b.admin_url
     b.stop()
 

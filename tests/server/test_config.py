@@ -316,6 +316,7 @@ sasl.enabled.mechanisms ssl.keystore.type ssl.keystore.location ssl.key.password
 ssl.keystore.certificate.chain ssl.keystore.key ssl.truststore.location ssl.truststore.type
 ssl.client.auth super.users allow.everyone.if.no.acl.found admin.listeners admin.token
 dashboard.data.dir metrics.enabled metrics.window.seconds shutdown.timeout.ms
+testing.faults.enable
 """
 REQUIRED_KEYS = _REQUIRED_KEYS_TEXT.split()
 

@@ -4,10 +4,10 @@ Owns: ``BrokerAdminView``, which implements ``admin.view.AdminView`` over a ``Br
 (copies of its state as plain records; live resizes of the io and network pools that
 keep the effective config, ``num.io.threads``/``num.network.threads``, and the I/O
 limiter in step; client quotas in the ``QuotaStore``; dynamic config updates; the Spark
-jobs' files in ``dashboard.data.dir`` for the dashboard), and
-``admin_server``, the context in which the admin HTTP server runs (started before the
-Kafka listeners, stopped after them). Everything here runs on the broker's event loop;
-file writes go to a worker thread.
+jobs' files in ``dashboard.data.dir`` for the dashboard; the fault rules of a testing
+broker through ``AdminFaults``), and ``admin_server``, the context in which the admin HTTP
+server runs (started before the Kafka listeners, stopped after them). Everything here runs
+on the broker's event loop; file writes go to a worker thread.
 Must not: be imported by the admin package (it knows only ``admin.view``).
 """
 
@@ -48,6 +48,8 @@ from ..security.scram import CredentialError, ScramCredential, new_credential
 from .admin_acls import AclAdmin
 from .config import BrokerConfig
 from .config_changes import ChangeRefused, plan_broker_change
+from .fault_rules import FaultSpecError
+from .faults import FaultInjector
 from .quotas import QUOTA_KEYS, QuotaEntity, QuotaError
 from .startup import StartupError
 
@@ -254,6 +256,13 @@ class BrokerAdminView(AclAdmin):
         directory = self.broker.config.dashboard_data_dir
         return await trio.to_thread.run_sync(_read_dashboard_dir, directory)
 
+    # ----------------------------------------------------------------- faults
+
+    @property
+    def faults(self) -> AdminFaults | None:
+        injector = self.broker.faults
+        return None if injector is None else AdminFaults(injector)
+
     # ----------------------------------------------------------------- config
 
     def config(self) -> ConfigState:
@@ -269,6 +278,37 @@ class BrokerAdminView(AclAdmin):
         if not dry_run:
             await self.broker.update_config(updated, settings)
         return _config_state(updated)
+
+
+class AdminFaults:
+    """``admin.view.FaultControl`` over a ``FaultInjector``: its errors as the view's."""
+
+    def __init__(self, injector: FaultInjector) -> None:
+        self._injector = injector
+
+    def add(self, spec: Mapping[str, Any]) -> Mapping[str, Any]:
+        try:
+            return self._injector.add(spec)
+        except FaultSpecError as exc:
+            raise Invalid("invalid-rule", str(exc), key=exc.field) from None
+
+    def rules(self) -> Sequence[Mapping[str, Any]]:
+        return self._injector.rules()
+
+    def get(self, rule_id: int) -> Mapping[str, Any]:
+        try:
+            return self._injector.get(rule_id)
+        except KeyError:
+            raise NotFound("no-such-rule", f"no fault rule {rule_id}") from None
+
+    def remove(self, rule_id: int) -> Mapping[str, Any]:
+        try:
+            return self._injector.remove(rule_id)
+        except KeyError:
+            raise NotFound("no-such-rule", f"no fault rule {rule_id}") from None
+
+    def clear(self) -> Sequence[Mapping[str, Any]]:
+        return self._injector.clear()
 
 
 @asynccontextmanager

@@ -57,6 +57,7 @@ from .configdef import ConfigEntry
 from .control_plane import ControlPlane
 from .delayed import DelayedResponse
 from .dynamic_config import DynamicConfigStore
+from .faults import FaultInjector
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
 from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
@@ -152,6 +153,7 @@ class Broker:
             api_versions=self._plane_versions,
         )
         self.request_handler = RequestHandler(api_table, self)
+        self.faults: FaultInjector | None = None  # testing.faults.enable (server.node)
         self.data_pool = HandlerPool(
             "data",
             self.socket_server.data_requests.receiver,

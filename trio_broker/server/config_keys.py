@@ -570,13 +570,11 @@ _KEYS = [
         Check("a directory", lambda v: None if v else "expected a directory"),
     ),
     define("metrics.enabled", BOOL, True, "Whether metrics are collected."),
-    define(
-        "metrics.window.seconds",
-        INT,
-        60,
-        "Window over which metric rates are computed.",
-        POSITIVE,
-    ),
+    define("metrics.window.seconds", INT, 60, "Window of the metric rates.", POSITIVE),
+    # ---- testing
+    # Fault injection for test suites (/v1/faults, trio_broker.testing); off: the request
+    # path has no fault hook at all and /v1/faults answers 403.
+    define("testing.faults.enable", BOOL, False, "Fault injection (/v1/faults) for tests."),
 ]
 
 BROKER_CONFIG_DEF: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in _KEYS})

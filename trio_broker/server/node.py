@@ -2,7 +2,9 @@
 
 Owns: ``new_broker``, which builds a ``Broker`` with the admin API (``admin_view``'s
 ``admin_server``, the adapter between the broker and the ``admin`` package) beside it. The
-broker's core never imports the admin adapter: it gets the admin server from here.
+broker's core never imports the admin adapter: it gets the admin server from here. With
+``testing.faults.enable=true`` it also puts a ``FaultInjector`` (``server.faults``) in the
+broker's request path; without it, nothing of fault injection is installed.
 """
 
 from __future__ import annotations
@@ -11,8 +13,12 @@ from ..apis.table import API_TABLE, ApiTable
 from .admin_view import admin_server
 from .broker import Broker
 from .config import BrokerConfig
+from .faults import install_faults
 
 
 def new_broker(config: BrokerConfig, *, api_table: ApiTable = API_TABLE) -> Broker:
     """A broker with its admin API (if ``admin.listeners`` names one)."""
-    return Broker(config, api_table=api_table, admin=admin_server)
+    broker = Broker(config, api_table=api_table, admin=admin_server)
+    if config["testing.faults.enable"]:
+        install_faults(broker)
+    return broker
