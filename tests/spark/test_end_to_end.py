@@ -232,7 +232,8 @@ def test_advisor_raises_io_threads_under_load_and_sees_queue_time_fall(tmp_path:
         before, after = effect["before"], effect["after"]
         assert after["buckets"] >= 3, effect
         assert after["queue_time_ms_mean"] < before["queue_time_ms_mean"] / 2, effect
-        assert after["idle_ratio_mean"] > before["idle_ratio_mean"], effect
+        # (The io threads' idle ratio need not rise: with fewer threads than requests in
+        # flight the pool stays busy, only doing more work per second, as below.)
         by_size = produce_queue_by_io_size(out)
         assert by_size[size] < by_size[1] / 2, by_size
         rates = produce_rate_by_io_size(out)

@@ -1,0 +1,198 @@
+"""librdkafka's own integration suite against one trio-broker: the compatibility yardstick.
+
+    .venv/bin/python compat/librdkafka/run.py --src LIBRDKAFKA_SOURCE_TREE
+        [--tests 0001,0011,...] [--no-build] [--timeout-per-test 300] [--out report.md]
+
+Builds librdkafka's test runner from the source tree given (``./configure``, ``make
+libs``, ``make -C tests build``; skipped with ``--no-build``), starts a broker as a process
+(``trio_broker.testing.running(mode="process")``, every listener on port 0, with the
+settings of ``BROKER`` below, which are what librdkafka's suite expects of a Kafka 3.9
+broker), points the suite at it (``RDKAFKA_TEST_CONF``), and runs it in full mode against
+the broker (``-L``: no local-only tests; ``-E``: no socket-emulation tests, which need
+librdkafka's sockem build), one test id at a time so that one test that hangs costs only
+its timeout. It writes a Markdown table (id, name, result, first failing line) to
+``--out`` and prints it. Every run is bounded: ``--timeout-per-test`` seconds per test.
+
+Not part of ``.ci/run``: it needs a C tool chain and a librdkafka source tree.
+``docs/COMPATIBILITY.md`` keeps the latest table and the reason for each test that does
+not pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from trio_broker.testing import running  # noqa: E402
+
+KAFKA_VERSION = "3.9.0"
+BROKER = {
+    "num.partitions": 4,
+    "auto.create.topics.enable": "true",
+    "group.initial.rebalance.delay.ms": 3000,
+    "testing.faults.enable": "false",
+}
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass
+class Result:
+    test_id: str
+    name: str
+    state: str
+    first_failure: str
+    seconds: float
+
+
+def build(src: Path) -> None:
+    for cmd, where in (
+        (["./configure"], src),
+        (["make", "-j2", "libs"], src),
+        (["make", "-j2", "build"], src / "tests"),
+    ):
+        print(f"== {' '.join(cmd)} in {where}", file=sys.stderr)
+        subprocess.run(cmd, cwd=where, check=True)
+
+
+def test_ids(src: Path, wanted: list[str] | None) -> list[tuple[str, str]]:
+    """(id, name) of the suite's tests, from tests/test.c's table (``_TEST(0001_...``)."""
+    text = (src / "tests" / "test.c").read_text(errors="replace")
+    found = re.findall(r"_TEST\((\d{4})_(\w+?)\s*,", text)
+    tests = sorted({(i, n) for i, n in found})
+    if wanted:
+        tests = [(i, n) for i, n in tests if i in wanted]
+    return tests
+
+
+def run_one(src: Path, test_id: str, name: str, conf: Path, timeout: float) -> Result:
+    report = Path(tempfile.mkstemp(prefix=f"rdk-{test_id}-", suffix=".json")[1])
+    env = {
+        **os.environ,
+        "TESTS": test_id,
+        "TEST_KAFKA_VERSION": KAFKA_VERSION,
+        "RDKAFKA_TEST_CONF": str(conf),
+        "TEST_REPORT": str(report),
+        # the runner links the libraries just built, as the suite's run-test.sh arranges
+        "LD_LIBRARY_PATH": os.pathsep.join(
+            p
+            for p in (str(src / "src"), str(src / "src-cpp"), os.environ.get("LD_LIBRARY_PATH"))
+            if p
+        ),
+    }
+    began = time.monotonic()
+    try:
+        done = subprocess.run(
+            ["./test-runner", "-L", "-E", "-p1"],
+            cwd=src / "tests",
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
+        output, code = done.stdout + done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or ""
+        output = out.decode(errors="replace") if isinstance(out, bytes) else out
+        return Result(test_id, name, "TIMEOUT", f"no result within {timeout:.0f} s", timeout)
+    seconds = time.monotonic() - began
+    state = "PASSED" if code == 0 else "FAILED"
+    try:
+        data = json.loads(report.read_text() or "{}")
+        own = data.get("tests", {}).get(f"{test_id}_{name}")  # TESTS matches substrings
+        if own is not None:
+            state = str(own.get("state", state))
+    except (OSError, ValueError):
+        pass
+    finally:
+        report.unlink(missing_ok=True)
+    if state != "FAILED" and re.search(rf"{test_id}_{name}\s.*SKIPPED", output):
+        state = "SKIPPED"
+    first = ""
+    if state != "PASSED":
+        lines = [_ANSI.sub("", line).strip() for line in output.splitlines()]
+        lines = [line for line in lines if line]
+        for i, line in enumerate(lines):
+            if line.startswith("### Test") and "failed at" in line:
+                detail = lines[i + 1] if i + 1 < len(lines) else ""
+                where = line.split("failed at", 1)[1].split(" at ", 1)[0].strip()
+                first = f"{where}: {detail}"[:200]
+                break
+            if "SKIPPED" in line:
+                first = line.strip(" |")[:200]
+                break
+        if not first:
+            first = lines[-1][:200] if lines else f"exit status {code}"
+    return Result(test_id, name, state, first, seconds)
+
+
+def table(results: list[Result], src: Path) -> str:
+    version = subprocess.run(
+        ["git", "describe", "--tags", "--always"], cwd=src, capture_output=True, text=True
+    ).stdout.strip()
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.state] = counts.get(r.state, 0) + 1
+    lines = [
+        f"librdkafka `{version or 'unknown'}`, TEST_KAFKA_VERSION={KAFKA_VERSION}, "
+        f"broker settings {BROKER}; "
+        + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())),
+        "",
+        "| id | name | result | s | first failing line |",
+        "|---|---|---|--:|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.test_id} | {r.name} | {r.state} | {r.seconds:.0f} | "
+            f"{r.first_failure.replace('|', '/')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--src", type=Path, required=True, help="a librdkafka source tree")
+    p.add_argument("--tests", help="comma-separated test ids (default: all)")
+    p.add_argument("--no-build", action="store_true", help="the runner is built already")
+    p.add_argument("--timeout-per-test", type=float, default=300.0)
+    p.add_argument("--out", type=Path, default=Path("librdkafka-report.md"))
+    args = p.parse_args(argv)
+    src = args.src.resolve()
+    if not (src / "tests" / "test.c").exists():
+        p.error(f"{src} is not a librdkafka source tree (no tests/test.c)")
+    if not args.no_build:
+        build(src)
+    wanted = args.tests.split(",") if args.tests else None
+    tests = test_ids(src, wanted)
+    results: list[Result] = []
+    with running(BROKER, mode="process") as broker:
+        conf = Path(tempfile.mkstemp(prefix="rdk-test-", suffix=".conf")[1])
+        conf.write_text(f"bootstrap.servers={broker.bootstrap}\n")
+        for test_id, name in tests:
+            r = run_one(src, test_id, name, conf, args.timeout_per_test)
+            print(
+                f"{r.test_id} {r.name}: {r.state} ({r.seconds:.0f} s) {r.first_failure}",
+                file=sys.stderr,
+            )
+            results.append(r)
+            args.out.write_text(table(results, src))  # so far: a stopped run keeps its part
+        conf.unlink(missing_ok=True)
+    report = table(results, src)
+    args.out.write_text(report)
+    print(report)
+    return 0 if all(r.state in ("PASSED", "SKIPPED") for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
