@@ -79,7 +79,7 @@ def run_one(src: Path, test_id: str, name: str, conf: Path, timeout: float) -> R
     report = Path(tempfile.mkstemp(prefix=f"rdk-{test_id}-", suffix=".json")[1])
     env = {
         **os.environ,
-        "TESTS": test_id,
+        "TESTS": f"{test_id}_{name}",  # a substring of the test name: this test only
         "TEST_KAFKA_VERSION": KAFKA_VERSION,
         "RDKAFKA_TEST_CONF": str(conf),
         "TEST_REPORT": str(report),
