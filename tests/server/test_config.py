@@ -901,6 +901,8 @@ def test_dynamic_settings_must_be_dynamic_keys() -> None:
 # ----------------------------------------------------------------------- topic configs
 
 REQUIRED_TOPIC_KEYS = {
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "message.format.version": "log.message.format.version",
     "compression.gzip.level": "compression.gzip.level",
     "compression.lz4.level": "compression.lz4.level",
     "compression.zstd.level": "compression.zstd.level",

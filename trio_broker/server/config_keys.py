@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
+from .config_keys_security import SECURITY_KEYS
 from .config_syntax import (
     BOOL,
     CLEANUP_POLICIES,
@@ -27,20 +27,16 @@ from .config_syntax import (
     PASSWORD,
     POOL_SIZE,
     POSITIVE,
-    SASL_MECHANISMS,
-    STORE_TYPES,
     STR,
     TIMESTAMP_TYPES,
     UNLIMITED_OR_POSITIVE,
     ZSTD_LEVEL,
-    authorizer_name,
     cluster_id,
     each,
     non_empty_distinct,
     parse_admin_listener,
     parse_ip_overrides,
     parse_protocol_entry,
-    parse_super_users,
     whole,
 )
 from .configdef import (
@@ -48,23 +44,9 @@ from .configdef import (
     LONG_MAX,
     Check,
     ConfigKey,
-    ConfigType,
-    OneOf,
     Range,
+    define,
 )
-
-
-def define(
-    name: str,
-    type_: ConfigType,
-    default: Any,
-    doc: str,
-    validator: Any = None,
-    *,
-    dynamic: bool = False,
-) -> ConfigKey:
-    return ConfigKey(name, type_, default, doc, validator, dynamic)
-
 
 _KEYS = [
     # ---- identity
@@ -396,6 +378,21 @@ _KEYS = [
         dynamic=True,
     ),
     define(
+        "log.cleaner.delete.retention.ms",
+        LONG,
+        86400000,
+        "How long tombstones stay in compacted topics (stored; compaction is not yet run).",
+        NON_NEGATIVE,
+        dynamic=True,
+    ),
+    define(
+        "log.message.format.version",
+        STR,
+        "3.0-IV1",
+        "Deprecated and ignored since Kafka 3.0, as there: every batch is v2.",
+        dynamic=True,
+    ),
+    define(
         "max.incremental.fetch.session.cache.slots",
         INT,
         1000,
@@ -495,64 +492,7 @@ _KEYS = [
     # ---- quotas
     define("quota.window.num", INT, 11, "Samples kept for quota rates.", POSITIVE),
     define("quota.window.size.seconds", INT, 1, "Length of one quota sample.", POSITIVE),
-    # ---- security
-    define(
-        "sasl.enabled.mechanisms",
-        LIST,
-        ("PLAIN",),
-        "SASL mechanisms offered on SASL listeners.",
-        SASL_MECHANISMS,
-    ),
-    define("ssl.keystore.type", STR, "PEM", "Format of the key store (PEM only).", STORE_TYPES),
-    define("ssl.keystore.location", STR, None, "PEM file with the private key and certificates."),
-    define(
-        "ssl.keystore.certificate.chain",
-        PASSWORD,
-        None,
-        "PEM certificate chain given inline instead of ssl.keystore.location.",
-    ),
-    define(
-        "ssl.keystore.key",
-        PASSWORD,
-        None,
-        "PEM private key given inline instead of ssl.keystore.location.",
-    ),
-    define("ssl.key.password", PASSWORD, None, "Password of an encrypted private key."),
-    define("ssl.truststore.type", STR, "PEM", "Format of the trust store (PEM only).", STORE_TYPES),
-    define("ssl.truststore.location", STR, None, "PEM file of CA certificates to trust."),
-    define(
-        "ssl.client.auth",
-        STR,
-        "none",
-        "Whether SSL clients must present a certificate.",
-        OneOf(("required", "requested", "none")),
-    ),
-    define(
-        "authorizer.class.name",
-        STR,
-        "",
-        "The authorizer; empty: none (no request is checked). ACLs are enforced with acl, "
-        "kafka.security.authorizer.AclAuthorizer or "
-        "org.apache.kafka.metadata.authorizer.StandardAuthorizer (all the same one here).",
-        Check(
-            "empty, acl, kafka.security.authorizer.AclAuthorizer or "
-            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            authorizer_name,
-        ),
-    ),
-    define(
-        "super.users",
-        STR,
-        None,
-        "Principals allowed everything, ';'-separated (User:alice;User:bob).",
-        Check("a ';'-separated list of Type:name", whole(parse_super_users)),
-    ),
-    define(
-        "allow.everyone.if.no.acl.found",
-        BOOL,
-        False,
-        "Allow access to a resource that has no ACL.",
-    ),
+    *SECURITY_KEYS,
     # ---- admin API, dashboard, metrics
     define(
         "admin.listeners",

@@ -363,3 +363,15 @@ class ConfigEntry:
     def text(self) -> str | None:
         """The value as sent on the wire: ``None`` when unset or sensitive."""
         return None if self.is_sensitive else render(self.value)
+
+
+def define(
+    name: str,
+    type_: ConfigType,
+    default: Any,
+    doc: str,
+    validator: Any = None,
+    *,
+    dynamic: bool = False,
+) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, validator, dynamic)

@@ -59,6 +59,16 @@ _TOPIC_KEYS: tuple[tuple[str, str, str], ...] = (
         "Codec of stored batches: producer (kept as sent), uncompressed, gzip, snappy, "
         "lz4 or zstd (other codecs are recompressed).",
     ),
+    (
+        "delete.retention.ms",
+        "log.cleaner.delete.retention.ms",
+        "How long tombstones stay in a compacted topic (stored; compaction is not yet run).",
+    ),
+    (
+        "message.format.version",
+        "log.message.format.version",
+        "Deprecated and ignored since Kafka 3.0, as there: every batch is v2.",
+    ),
     ("compression.gzip.level", "compression.gzip.level", "gzip level when recompressing."),
     ("compression.lz4.level", "compression.lz4.level", "LZ4 level when recompressing."),
     ("compression.zstd.level", "compression.zstd.level", "zstd level when recompressing."),

@@ -1,0 +1,81 @@
+"""The security part of the broker's key table: SASL, TLS and ACL settings.
+
+Owns: ``SECURITY_KEYS``, which ``config_keys`` splices into the table in documentation
+order. Kept apart only so that each file of the key table stays readable.
+"""
+
+from __future__ import annotations
+
+from .config_syntax import (
+    BOOL,
+    LIST,
+    PASSWORD,
+    SASL_MECHANISMS,
+    STORE_TYPES,
+    STR,
+    authorizer_name,
+    parse_super_users,
+    whole,
+)
+from .configdef import Check, ConfigKey, OneOf, define
+
+SECURITY_KEYS: list[ConfigKey] = [
+    # ---- security
+    define(
+        "sasl.enabled.mechanisms",
+        LIST,
+        ("PLAIN",),
+        "SASL mechanisms offered on SASL listeners.",
+        SASL_MECHANISMS,
+    ),
+    define("ssl.keystore.type", STR, "PEM", "Format of the key store (PEM only).", STORE_TYPES),
+    define("ssl.keystore.location", STR, None, "PEM file with the private key and certificates."),
+    define(
+        "ssl.keystore.certificate.chain",
+        PASSWORD,
+        None,
+        "PEM certificate chain given inline instead of ssl.keystore.location.",
+    ),
+    define(
+        "ssl.keystore.key",
+        PASSWORD,
+        None,
+        "PEM private key given inline instead of ssl.keystore.location.",
+    ),
+    define("ssl.key.password", PASSWORD, None, "Password of an encrypted private key."),
+    define("ssl.truststore.type", STR, "PEM", "Format of the trust store (PEM only).", STORE_TYPES),
+    define("ssl.truststore.location", STR, None, "PEM file of CA certificates to trust."),
+    define(
+        "ssl.client.auth",
+        STR,
+        "none",
+        "Whether SSL clients must present a certificate.",
+        OneOf(("required", "requested", "none")),
+    ),
+    define(
+        "authorizer.class.name",
+        STR,
+        "",
+        "The authorizer; empty: none (no request is checked). ACLs are enforced with acl, "
+        "kafka.security.authorizer.AclAuthorizer or "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer (all the same one here).",
+        Check(
+            "empty, acl, kafka.security.authorizer.AclAuthorizer or "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            authorizer_name,
+        ),
+    ),
+    define(
+        "super.users",
+        STR,
+        None,
+        "Principals allowed everything, ';'-separated (User:alice;User:bob).",
+        Check("a ';'-separated list of Type:name", whole(parse_super_users)),
+    ),
+    define(
+        "allow.everyone.if.no.acl.found",
+        BOOL,
+        False,
+        "Allow access to a resource that has no ACL.",
+    ),
+]
