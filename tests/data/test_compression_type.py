@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -107,5 +108,22 @@ def test_offsets_for_times_finds_the_record_inside_a_compressed_batch(
         finally:
             c.close()
         assert found.offset == 137
+    finally:
+        b.stop()
+
+
+def test_a_broker_wide_compression_type_change_reaches_existing_topics(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    b = BrokerThread(data, {"admin.listeners": "http://127.0.0.1:0"}).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("late", 1, 1)])["late"].result(10)
+        produce(b.bootstrap, "late", "zstd", 1_000)  # kept as sent: producer
+        r = httpx.put(
+            f"{b.admin_url}/v1/config", json={"settings": {"compression.type": "lz4"}}, timeout=10
+        )
+        assert r.is_success, r.text
+        produce(b.bootstrap, "late", "zstd", 2_000)  # the running topic now recompresses
+        assert stored_codecs(data, "late") == {Compression.ZSTD, Compression.LZ4}
     finally:
         b.stop()

@@ -454,7 +454,7 @@ class Broker:
             self.socket_server.resize(name, size or new["num.network.threads"])
         if any(k in self._CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
             self.socket_server.update_limits(connection_limits(new))
-        if any(k.startswith(("log.", "message.max.bytes")) for k in changed):
+        if any(k.startswith(("log.", "message.max.bytes", "compression.")) for k in changed):
             for topic in self.topics_catalog.all():
                 self.replica_manager.reconfigure(topic)
 
