@@ -1,6 +1,8 @@
 """Fetch sessions (KIP-227) on the wire and with a real consumer: a session opens at epoch
 0, later fetches list only changed partitions and get back only partitions with news;
-wrong epochs and unknown sessions get Kafka's errors; forgotten topics leave the session;
+wrong epochs, unknown sessions, a parked fetch overtaken by a later one and a switch from
+topic names to ids get Kafka's errors; forgotten topics leave the session, and an emptied
+session ends;
 a full cache evicts a smaller session for a bigger one; and kafka-python's consumer on 200
 partitions fetches incrementally (visible in the metrics) and receives everything."""
 
@@ -9,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import trio
+import trio.testing
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
@@ -90,6 +94,64 @@ async def test_a_session_answers_only_what_changed(run_broker: Any) -> None:
     assert (await c.request(fetch(sid, 5, {}), V)).error_code == (
         ErrorCode.FETCH_SESSION_ID_NOT_FOUND
     )
+    await c.aclose()
+
+
+async def test_a_parked_fetch_overtaken_by_a_later_one_of_its_session_is_refused(
+    run_broker: Any,
+) -> None:
+    """Two connections share a session (as a client that reconnects may): a fetch parked
+    waiting for data, then answered after a later fetch of the same session, would tell
+    the session the client knows what it never received; Kafka answers it
+    INVALID_FETCH_SESSION_EPOCH, and so do we."""
+    broker = await run_broker({"num.partitions": 1})
+    a = await AsyncWireClient.connect(address(broker))
+    b = await AsyncWireClient.connect(address(broker))
+    await make_topic(a, "s")
+    await a.request(produce_req("s", batch(b"a"), partition=0), 9)
+    sid = (await a.request(fetch(0, 0, {0: 0}), V)).session_id
+    parked = fetch(sid, 1, {0: 1})
+    parked.max_wait_ms = 10_000
+    await a.send(parked, V)
+    await trio.testing.wait_all_tasks_blocked()  # the fetch waits in the purgatory
+    later = await b.request(fetch(sid, 2, {}), V)
+    assert later.error_code == 0 and later.session_id == sid
+    await b.request(produce_req("s", batch(b"b"), partition=0), 9)  # wakes the parked one
+    with trio.fail_after(10):
+        _, overtaken = await a.receive()
+    assert overtaken.error_code == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    assert partitions_of(overtaken) == []
+    news = await b.request(fetch(sid, 3, {}), V)  # the session itself goes on
+    assert news.error_code == 0 and partitions_of(news) == [0]
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_sessions_end_when_empty_and_keep_to_names_or_ids(run_broker: Any) -> None:
+    broker = await run_broker({"num.partitions": 2})
+    c = await AsyncWireClient.connect(address(broker))
+    await make_topic(c, "s")
+    sid = (await c.request(fetch(0, 0, {0: 0, 1: 0}), V)).session_id
+    # A session opened with topic names cannot go on with topic ids (Fetch v13).
+    by_id = FetchRequest(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        session_id=sid,
+        session_epoch=1,
+        topics=[],
+        forgotten_topics_data=[],
+    )
+    switched = await c.request(by_id, 13)
+    assert switched.error_code == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+    # Forgetting every partition ends the session: answered without one.
+    emptied = await c.request(fetch(sid, 1, {}, forget=[0, 1]), V)
+    assert emptied.error_code == 0 and emptied.session_id == 0
+    assert (await c.request(fetch(sid, 2, {}), V)).error_code == (
+        ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    )
+    assert broker.metrics_snapshot()["fetch_sessions"]["sessions"] == 0
     await c.aclose()
 
 

@@ -58,11 +58,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     session: FetchSession | None = None
     incremental = False
     if v >= 7 and req.session_epoch > INITIAL_EPOCH:
-        found = sessions.lookup(req.session_id, req.session_epoch)
+        found = sessions.lookup(req.session_id, req.session_epoch, v >= 13)
         if isinstance(found, int):
-            return FetchResponse(
-                throttle_time_ms=ctx.throttle_time_ms, error_code=found, session_id=0
-            )
+            return _session_error(ctx, found)
         session, incremental = found, True
     elif v >= 7 and req.session_id != 0:
         sessions.close(req.session_id)  # INITIAL or FINAL: the session named ends
@@ -104,8 +102,11 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         session.update(asked, forgotten)
         asked = list(session.partitions.items())
         sessions.incremental_fetches += 1
+        if not asked:  # nothing left to fetch: the session ends, as Kafka's does
+            sessions.close(session.session_id)
+            session, incremental = None, False
     elif v >= 7 and req.session_epoch == INITIAL_EPOCH:
-        session = sessions.create(asked) if asked else None
+        session = sessions.create(asked, v >= 13) if asked else None
         sessions.full_fetches += 1
     else:
         sessions.sessionless_fetches += 1
@@ -142,8 +143,15 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 results.append(next(read))
         return results
 
+    answered_epoch = session.epoch if session is not None else 0
+
     def respond(results: list[ReadResult]) -> Any:
         shown, shown_results = wanted, results
+        if incremental and session is not None and session.epoch != answered_epoch:
+            # Overtaken while parked: a later fetch of the session was answered first.
+            for r in results:
+                _release(r.records)
+            return _session_error(ctx, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         if session is not None:
             # What the client is told is remembered; an incremental response holds only
             # the partitions with news, and those that returned records go to the back.
@@ -199,6 +207,10 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         return respond(await read_all())
 
     return broker.defer(ctx, keys=keys, timeout_ms=req.max_wait_ms, ready=ready, complete=complete)
+
+
+def _session_error(ctx: RequestContext, error: int) -> Any:
+    return FetchResponse(throttle_time_ms=ctx.throttle_time_ms, error_code=error, session_id=0)
 
 
 def _release(records: Any) -> None:

@@ -17,7 +17,14 @@ The protocol, from the request's ``session_id`` and ``session_epoch``:
   partition of the session is read; the response holds those with records, an error, or a
   high watermark, last stable offset or log start offset the client has not been told.
   Partitions that returned records move to the end of the order, so that each gets a turn
-  at the response's byte limit.
+  at the response's byte limit. A session opened with topic names (Fetch < v13) cannot go
+  on with topic ids, nor the reverse: FETCH_SESSION_TOPIC_ID_ERROR. An incremental fetch
+  that leaves the session empty closes it and is answered without one (session id 0).
+  A partition answered with an error is re-sent once the error is gone.
+- A parked incremental fetch whose session has moved on meanwhile (a later fetch of the
+  same session, from another connection, was answered first) is answered
+  INVALID_FETCH_SESSION_EPOCH with no data, as Kafka's: its answer would misinform the
+  session about what the client was told.
 
 Eviction, when the cache is full: a session unused for ``EVICTION_MS`` goes first; else
 the least recently used of the sessions with fewer partitions than the new one (a bigger
@@ -59,6 +66,7 @@ class CachedPartition:
 class FetchSession:
     session_id: int
     epoch: int  # the epoch the next request must carry
+    uses_topic_ids: bool = False
     partitions: OrderedDict[Key, CachedPartition] = field(default_factory=OrderedDict)
     last_used_ms: int = 0
 
@@ -84,6 +92,8 @@ class FetchSession:
             or lso_start != p.log_start_offset
         )
         p.high_watermark, p.last_stable_offset, p.log_start_offset = hw, lso, lso_start
+        if error != ErrorCode.NONE:
+            p.high_watermark = -1  # so that the partition is sent again once it recovers
         return news
 
     def rotate(self, keys: Iterable[Key]) -> None:
@@ -120,12 +130,14 @@ class FetchSessionCache:
     def close(self, session_id: int) -> None:
         self.sessions.pop(session_id, None)
 
-    def create(self, partitions: list[tuple[Key, CachedPartition]]) -> FetchSession | None:
+    def create(
+        self, partitions: list[tuple[Key, CachedPartition]], uses_topic_ids: bool
+    ) -> FetchSession | None:
         """A new session (epoch 1 next), or None when the cache has no room for it."""
         now = self.clock_ms()
         if len(self.sessions) >= max(0, self.slots()) and not self._evict_for(len(partitions), now):
             return None
-        session = FetchSession(self._new_id(), 1, last_used_ms=now)
+        session = FetchSession(self._new_id(), 1, uses_topic_ids, last_used_ms=now)
         session.update(partitions, ())
         self.sessions[session.session_id] = session
         return session
@@ -145,11 +157,13 @@ class FetchSessionCache:
         self.evictions += 1
         return True
 
-    def lookup(self, session_id: int, epoch: int) -> FetchSession | int:
+    def lookup(self, session_id: int, epoch: int, uses_topic_ids: bool) -> FetchSession | int:
         """The session an incremental fetch names, or the error code to answer with."""
         session = self.sessions.get(session_id)
         if session is None:
             return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        if uses_topic_ids != session.uses_topic_ids:
+            return ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
         if epoch != session.epoch:
             return ErrorCode.INVALID_FETCH_SESSION_EPOCH
         session.epoch = 1 if session.epoch >= 2**31 - 1 else session.epoch + 1
