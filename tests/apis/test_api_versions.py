@@ -26,7 +26,7 @@ def expected_ranges() -> dict[int, tuple[int, int]]:
     return {k: (v.lo, v.hi) for k, v in API_TABLE.versions("control").items()}
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 async def test_every_version_lists_the_table(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker()
     client = await AsyncWireClient.connect(address(broker))
@@ -35,10 +35,10 @@ async def test_every_version_lists_the_table(run_broker, version: int) -> None: 
     assert response.error_code == ErrorCode.NONE
     got = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert got == expected_ranges()
-    assert got[18] == (0, 3) and got[3] == (0, 12)
+    assert got[18] == (0, 4) and got[3] == (0, 12)
 
 
-@pytest.mark.parametrize("version", [4, 99])
+@pytest.mark.parametrize("version", [5, 99])
 async def test_an_unknown_version_gets_v0_with_our_ranges(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker()
     client = await AsyncWireClient.connect(address(broker))

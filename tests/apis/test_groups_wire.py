@@ -30,7 +30,7 @@ from trio_broker.protocol.messages.topics import CreatePartitionsRequest, Delete
 from ..support.wire import AsyncWireClient
 
 FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
-GROUP_APIS = {8: (2, 8), 9: (1, 8), 10: (0, 4), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5)}
+GROUP_APIS = {8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5)}
 GROUP_APIS |= {15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
 TRANSACTION_APIS = {24, 25, 26, 28}  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
 
@@ -85,7 +85,7 @@ async def test_api_versions_advertise_the_group_apis_and_no_transactions(run_bro
     assert not TRANSACTION_APIS & set(got)
 
 
-@pytest.mark.parametrize("version", range(5))
+@pytest.mark.parametrize("version", range(7))
 async def test_find_coordinator_every_version(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker()
     c = await client_of(broker)
@@ -100,12 +100,49 @@ async def test_find_coordinator_every_version(run_broker, version: int) -> None:
             bad = await c.request(FindCoordinatorRequest(key="x", key_type=7), version)
             assert bad.error_code == E.INVALID_REQUEST
         return
-    r = await c.request(FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b", ""]), 4)
+    r = await c.request(
+        FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b", ""]), version
+    )
     assert [(x.key, x.error_code, x.node_id, x.host, x.port) for x in r.coordinators] == [
         (k, 0, 0, host, port) for k in ("a", "b", "")
     ]
-    t = await c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]), 4)
+    t = await c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]), version)
     assert [x.error_code for x in t.coordinators] == [E.COORDINATOR_NOT_AVAILABLE]
+    # A share-group key (KIP-932) exists from v6; share groups are not served.
+    s = await c.request(FindCoordinatorRequest(key_type=2, coordinator_keys=["g:t:0"]), version)
+    share_error = E.COORDINATOR_NOT_AVAILABLE if version >= 6 else E.INVALID_REQUEST
+    assert [(x.error_code, x.node_id) for x in s.coordinators] == [(share_error, -1)]
+
+
+async def test_offsets_v9_for_classic_groups(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker(FAST)
+    c = await client_of(broker)
+    await make_topic(c, "t")
+
+    def commit(group: str, generation: int) -> OffsetCommitRequest:
+        part = OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=7)
+        return OffsetCommitRequest(
+            group_id=group,
+            generation_id_or_member_epoch=generation,
+            topics=[OffsetCommitRequest.Topic(name="t", partitions=[part])],
+        )
+
+    def code(r: Any) -> int:
+        return int(r.topics[0].partitions[0].error_code)
+
+    # A generation for a group that does not exist: v9 says so, v8 keeps Kafka's old answer.
+    assert code(await c.request(commit("gone", 3), 9)) == E.GROUP_ID_NOT_FOUND
+    assert code(await c.request(commit("gone", 3), 8)) == E.ILLEGAL_GENERATION
+    assert code(await c.request(commit("simple", -1), 9)) == E.NONE
+    # OffsetFetch v9 carries a member id and epoch, which classic groups do not check.
+    fetch = OffsetFetchRequest(
+        groups=[
+            OffsetFetchRequest.Group(group_id="simple", member_id="m", member_epoch=5, topics=None)
+        ]
+    )
+    (g,) = (await c.request(fetch, 9)).groups
+    assert g.error_code == 0
+    assert [(t.name, p.committed_offset) for t in g.topics for p in t.partitions] == [("t", 7)]
 
 
 @pytest.mark.parametrize("version", range(10))

@@ -81,6 +81,13 @@ def test_assign_and_move_leader_steer_real_clients(cluster: list[BrokerThread], 
         batch = build_batch([Record(None, b"late")])
         (r,) = c.request(produce_req("spread", batch), 8).responses[0].partition_responses
         assert r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        # v10 (KIP-951): the answer names the new leader and where to reach it.
+        moved = c.request(produce_req("spread", batch), 10)
+        (r,) = moved.responses[0].partition_responses
+        assert r.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (r.current_leader.leader_id, r.current_leader.leader_epoch) == (1, 2)
+        host, port = b1.broker.bound_listeners()["PLAINTEXT"]
+        assert [(e.node_id, e.host, e.port) for e in moved.node_endpoints] == [(1, host, port)]
 
     # The producer follows the new leader on its own.
     for i in range(50):

@@ -9,6 +9,7 @@ import trio.testing
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages.fetch import FetchRequest
 from trio_broker.protocol.messages.metadata import MetadataRequest
+from trio_broker.protocol.messages.offsets import DeleteRecordsRequest, ListOffsetsRequest
 from trio_broker.protocol.messages.produce import ProduceRequest
 from trio_broker.records.builder import Record, build_batch
 from trio_broker.records.header import TimestampType
@@ -84,7 +85,7 @@ def values_of(records: memoryview | bytes) -> list[bytes]:
     return [r.value for _, b in iter_batches(records) for r in iter_records(b)]  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("version", range(3, 10))
+@pytest.mark.parametrize("version", range(3, 12))
 async def test_produce_every_version(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker()
     c = await AsyncWireClient.connect(address(broker))
@@ -93,6 +94,43 @@ async def test_produce_every_version(run_broker, version: int) -> None:  # type:
         resp = await c.request(produce_req("t", batch(b"a%d" % i, b"b%d" % i)), version)
         (p,) = resp.responses[0].partition_responses
         assert (p.error_code, p.base_offset) == (0, 2 * i)
+
+
+@pytest.mark.parametrize("version", range(1, 10))
+async def test_list_offsets_every_version(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await make_topic(c, "t")
+    for i in range(4):
+        await c.request(produce_req("t", batch(b"v%d" % i, ts=1_000 + i)), 9)
+    delete = DeleteRecordsRequest(
+        topics=[
+            DeleteRecordsRequest.Topic(
+                name="t",
+                partitions=[DeleteRecordsRequest.Topic.Partition(partition_index=0, offset=1)],
+            )
+        ],
+        timeout_ms=5000,
+    )
+    assert (await c.request(delete, 2)).topics[0].partitions[0].low_watermark == 1
+
+    async def ask(timestamp: int) -> tuple[int, int, int]:
+        part = ListOffsetsRequest.Topic.Partition(partition_index=0, timestamp=timestamp)
+        req = ListOffsetsRequest(
+            replica_id=-1, topics=[ListOffsetsRequest.Topic(name="t", partitions=[part])]
+        )
+        (p,) = (await c.request(req, version)).topics[0].partitions
+        return p.error_code, p.offset, p.timestamp
+
+    assert await ask(-2) == (0, 1, -1)
+    assert await ask(-1) == (0, 4, -1)
+    assert await ask(1_002) == (0, 2, 1_002)
+    if version >= 7:
+        assert await ask(-3) == (0, 3, 1_003)
+    if version >= 8:  # the local log start: no tiered storage, so the log start
+        assert await ask(-4) == (0, 1, -1)
+    if version >= 9:  # the last tiered offset: none
+        assert await ask(-5) == (0, -1, -1)
 
 
 @pytest.mark.parametrize("version", range(4, 14))

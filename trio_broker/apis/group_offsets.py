@@ -1,4 +1,4 @@
-"""Committed offsets APIs: OffsetCommit v2-8, OffsetFetch v1-8, OffsetDelete v0.
+"""Committed offsets APIs: OffsetCommit v2-9, OffsetFetch v1-9, OffsetDelete v0.
 
 Thin: partitions of topics that do not exist are answered UNKNOWN_TOPIC_OR_PARTITION here
 (OffsetCommit, OffsetDelete), the rest goes to the group coordinator through
@@ -7,7 +7,11 @@ records are in ``__consumer_offsets``.
 OffsetCommit v2-v4 may give a retention time (kept as the offsets' expiry time); later
 versions use ``offsets.retention.minutes``. OffsetFetch: v1 has no top-level error, so a
 group-level error is reported on every partition; from v2 a null topic list asks for all
-of the group's offsets; v8 asks for several groups at once.
+of the group's offsets; v8 asks for several groups at once. v9 (KIP-848) is v8 for the
+classic groups served here: OffsetCommit's generation is the classic generation, a commit
+with a generation >= 0 to a group that does not exist is GROUP_ID_NOT_FOUND (older versions:
+ILLEGAL_GENERATION), and OffsetFetch's member id and epoch are not checked (Kafka checks
+them only for consumer-protocol groups).
 
 Authorization, as Kafka: OffsetCommit needs READ on the group (else every partition is
 GROUP_AUTHORIZATION_FAILED) and READ on each topic (TOPIC_AUTHORIZATION_FAILED);
@@ -77,6 +81,8 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
                 req.group_instance_id if v >= 7 else None,
                 req.retention_time_ms if v <= 4 else -1,
                 entries,
+                # v9 (KIP-848) names the missing group; older versions keep Kafka's answer.
+                ErrorCode.GROUP_ID_NOT_FOUND if v >= 9 else ErrorCode.ILLEGAL_GENERATION,
             )
         )
     Topic, Partition = OffsetCommitResponse.Topic, OffsetCommitResponse.Topic.Partition

@@ -174,6 +174,7 @@ class GroupCoordinatorView(Protocol):
         group_instance_id: str | None,
         retention_time_ms: int,
         offsets: Sequence[OffsetCommitEntry],
+        unknown_group_error: int = ErrorCode.ILLEGAL_GENERATION,
     ) -> dict[TopicPartition, int]: ...
 
     def fetch_offsets(

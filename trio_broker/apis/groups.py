@@ -1,5 +1,5 @@
-"""Group membership APIs: FindCoordinator v0-4, JoinGroup v0-9, SyncGroup v0-5,
-Heartbeat v0-4, LeaveGroup v0-5, DescribeGroups v0-5, ListGroups v0-4, DeleteGroups v0-2.
+"""Group membership APIs: FindCoordinator v0-6, JoinGroup v0-9, SyncGroup v0-5,
+Heartbeat v0-4, LeaveGroup v0-5, DescribeGroups v0-5, ListGroups v0-5, DeleteGroups v0-2.
 
 Thin: each handler turns its request into a call on the group coordinator (through
 ``ctx.broker``) and the answer into a response of the request's version; they must not
@@ -10,7 +10,9 @@ in (or, if the broker shuts down first, with NOT_COORDINATOR so the client looks
 
 FindCoordinator: this broker coordinates every group. Transactions are not supported, so a
 TRANSACTION key is answered COORDINATOR_NOT_AVAILABLE with a message saying so (and the
-transaction APIs are absent from ApiVersions, which is what clients check first).
+transaction APIs are absent from ApiVersions, which is what clients check first). A SHARE
+key (v6+, KIP-932) needs CLUSTER_ACTION on the cluster, as Kafka 3.9 asks, and is then
+COORDINATOR_NOT_AVAILABLE too: share groups are not served; before v6 it is INVALID_REQUEST.
 
 Authorization, as Kafka: FindCoordinator and DescribeGroups need DESCRIBE on the group,
 JoinGroup, SyncGroup, Heartbeat and LeaveGroup READ, DeleteGroups DELETE; else
@@ -62,6 +64,8 @@ from .group_services import (
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
+KEY_TYPE_SHARE = 2  # v6+ (KIP-932)
+NO_SHARE_GROUPS = "share groups are not supported by this broker"
 NO_TRANSACTIONS = "transactions are not supported by this broker"
 
 R = TypeVar("R")
@@ -107,10 +111,15 @@ async def find_coordinator(
             found.append((key, me.node_id, me.host, me.port, ErrorCode.NONE, None))
             continue
         error: int = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        message: str | None
         if key_type == KEY_TYPE_GROUP:
             message = "the coordinator is not running"
         elif key_type == KEY_TYPE_TRANSACTION:
             message = NO_TRANSACTIONS
+        elif key_type == KEY_TYPE_SHARE and v >= 6:
+            message = NO_SHARE_GROUPS
+            if not cluster_allowed(ctx, Op.CLUSTER_ACTION):
+                error, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
         else:
             error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}"
         found.append((key, -1, "", -1, error, message))

@@ -1,9 +1,11 @@
-"""ListOffsets v1-v7: earliest, latest, by timestamp, and the max-timestamp offset.
+"""ListOffsets v1-v9: earliest, latest, by timestamp, and the max-timestamp offset.
 
 Special timestamps, as Kafka: -2 the log start offset, -1 the latest offset (the high
 watermark, or the last stable offset under read_committed), -3 the offset of the record
-with the largest timestamp (v7+). A timestamp >= 0 finds the first offset whose batch has
-a timestamp at or after it; none: offset -1. Partitions of a topic the principal may not
+with the largest timestamp (v7+), -4 the local log start offset (v8+; the log start here,
+there is no tiered storage) and -5 the last tiered offset (v9+; always -1 here). A
+timestamp >= 0 finds the first record with a timestamp at or after it, inside compressed
+batches too; none: offset -1. Partitions of a topic the principal may not
 DESCRIBE are TOPIC_AUTHORIZATION_FAILED.
 """
 

@@ -1,4 +1,4 @@
-"""Produce v3-v9: append record batches, validated by header and CRC, never decoded.
+"""Produce v3-v11: append record batches, validated by header and CRC, never decoded.
 
 acks=0 gets no response (the no-op action); if one of its partitions failed, the client
 cannot learn it from a response it does not read, so the connection is closed, as Kafka
@@ -6,6 +6,9 @@ does. acks=1 and acks=-1 are answered once the records are appended (and flushed
 flush policy says so): with one replica, the high watermark is the log end. Any other acks
 value is INVALID_REQUIRED_ACKS. Transactions are not supported. A topic the principal may
 not WRITE is TOPIC_AUTHORIZATION_FAILED on each of its partitions, nothing appended.
+From v10 (KIP-951), a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+carries its current leader and epoch, and the response the endpoints of those leaders on
+the request's listener, so the producer goes there without a metadata round trip.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ ProduceResponse: Any = _SPEC.response
 TopicResponse: Any = item_type(ProduceResponse, "responses")
 PartitionResponse: Any = item_type(TopicResponse, "partition_responses")
 BatchError: Any = item_type(PartitionResponse, "record_errors")
+LeaderIdAndEpoch: Any = item_type(PartitionResponse, "current_leader")
+NodeEndpoint: Any = item_type(ProduceResponse, "node_endpoints")
+MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
@@ -82,4 +88,27 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         topics.append(TopicResponse(name=topic.name, partition_responses=partitions))
     if acks == 0:
         return CloseConnection("a produce with acks=0 failed") if failed else None
-    return ProduceResponse(responses=topics, throttle_time_ms=ctx.throttle_time_ms)
+    endpoints = _point_to_leaders(ctx, topics) if ctx.api_version >= 10 and failed else []
+    return ProduceResponse(
+        responses=topics, throttle_time_ms=ctx.throttle_time_ms, node_endpoints=endpoints
+    )
+
+
+def _point_to_leaders(ctx: RequestContext, topics: list[Any]) -> list[Any]:
+    """Fill in the current leader of each partition that moved; the leaders' endpoints."""
+    leaders: set[int] = set()
+    for topic in topics:
+        info = ctx.broker.topic(topic.name)
+        for p in topic.partition_responses:
+            if p.error_code not in MOVED or info is None or p.index >= len(info.partitions):
+                continue
+            state = info.partitions[p.index]
+            p.current_leader = LeaderIdAndEpoch(
+                leader_id=state.leader, leader_epoch=state.leader_epoch
+            )
+            leaders.add(state.leader)
+    return [
+        NodeEndpoint(node_id=e.node_id, host=e.host, port=e.port, rack=e.rack)
+        for e in ctx.broker.endpoints(ctx.listener)
+        if e.node_id in leaders
+    ]

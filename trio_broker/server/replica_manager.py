@@ -42,6 +42,9 @@ from .topic_config import effective_topic_config
 log = logging.getLogger("trio_broker.server")
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+# ListOffsets v8/v9 (KIP-405, KIP-1005): without tiered storage the local log start is the
+# log start, and there is no tiered offset (Kafka answers -1).
+EARLIEST_LOCAL, LATEST_TIERED = -4, -5
 _NO_FLUSH_MS = 2**63 - 1
 
 ProduceItem = tuple[str, int, memoryview | None]  # topic, partition, records
@@ -379,8 +382,10 @@ class ReplicaManager:
                 results[i] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1)
                 continue
             epoch = self.cluster.leader_epoch(topic, partition)
-            if timestamp == EARLIEST:
+            if timestamp in (EARLIEST, EARLIEST_LOCAL):
                 results[i] = (ErrorCode.NONE, plog.log_start_offset, -1, epoch)
+            elif timestamp == LATEST_TIERED:
+                results[i] = (ErrorCode.NONE, -1, -1, -1)
             elif timestamp == LATEST:
                 end = plog.last_stable_offset if committed_only else plog.high_watermark
                 results[i] = (ErrorCode.NONE, end, -1, epoch)

@@ -6,12 +6,12 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class ApiVersionsRequest(Request, api_key=18, versions="0-3", flexible="3+"):
+class ApiVersionsRequest(Request, api_key=18, versions="0-4", flexible="3+"):
     client_software_name: str = field("string", "3+", ignorable=True)
     client_software_version: str = field("string", "3+", ignorable=True)
 
 
-class ApiVersionsResponse(Response, api_key=18, versions="0-3", flexible="3+"):
+class ApiVersionsResponse(Response, api_key=18, versions="0-4", flexible="3+"):
     class ApiVersion(Struct):
         api_key: int = field("int16")
         min_version: int = field("int16")

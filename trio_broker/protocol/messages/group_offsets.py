@@ -6,7 +6,7 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class OffsetCommitRequest(Request, api_key=8, versions="2-8", flexible="8+"):
+class OffsetCommitRequest(Request, api_key=8, versions="2-9", flexible="8+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32")
@@ -25,7 +25,7 @@ class OffsetCommitRequest(Request, api_key=8, versions="2-8", flexible="8+"):
     topics: list[Topic] = field(array(Topic))
 
 
-class OffsetCommitResponse(Response, api_key=8, versions="2-8", flexible="8+"):
+class OffsetCommitResponse(Response, api_key=8, versions="2-9", flexible="8+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32")
@@ -38,7 +38,7 @@ class OffsetCommitResponse(Response, api_key=8, versions="2-8", flexible="8+"):
     topics: list[Topic] = field(array(Topic))
 
 
-class OffsetFetchRequest(Request, api_key=9, versions="1-8", flexible="6+"):
+class OffsetFetchRequest(Request, api_key=9, versions="1-9", flexible="6+"):
     class Topic(Struct):
         name: str = field("string", "0-7")
         partition_indexes: list[int] = field("[]int32", "0-7")
@@ -49,6 +49,8 @@ class OffsetFetchRequest(Request, api_key=9, versions="1-8", flexible="6+"):
             partition_indexes: list[int] = field("[]int32", "8+")
 
         group_id: str = field("string", "8+")
+        member_id: str | None = field("string", "9+", nullable="9+", default=None, ignorable=True)
+        member_epoch: int = field("int32", "9+", default=-1, ignorable=True)
         topics: list[Topics] | None = field(array(Topics), "8+", nullable="8+")
 
     group_id: str = field("string", "0-7")
@@ -57,7 +59,7 @@ class OffsetFetchRequest(Request, api_key=9, versions="1-8", flexible="6+"):
     require_stable: bool = field("bool", "7+")
 
 
-class OffsetFetchResponse(Response, api_key=9, versions="1-8", flexible="6+"):
+class OffsetFetchResponse(Response, api_key=9, versions="1-9", flexible="6+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32", "0-7")

@@ -6,13 +6,13 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class FindCoordinatorRequest(Request, api_key=10, versions="0-4", flexible="3+"):
+class FindCoordinatorRequest(Request, api_key=10, versions="0-6", flexible="3+"):
     key: str = field("string", "0-3")
     key_type: int = field("int8", "1+")
     coordinator_keys: list[str] = field("[]string", "4+")
 
 
-class FindCoordinatorResponse(Response, api_key=10, versions="0-4", flexible="3+"):
+class FindCoordinatorResponse(Response, api_key=10, versions="0-6", flexible="3+"):
     class Coordinator(Struct):
         key: str = field("string", "4+")
         node_id: int = field("int32", "4+")

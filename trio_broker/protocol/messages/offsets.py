@@ -6,7 +6,7 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class ListOffsetsRequest(Request, api_key=2, versions="1-7", flexible="6+"):
+class ListOffsetsRequest(Request, api_key=2, versions="1-9", flexible="6+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32")
@@ -21,7 +21,7 @@ class ListOffsetsRequest(Request, api_key=2, versions="1-7", flexible="6+"):
     topics: list[Topic] = field(array(Topic))
 
 
-class ListOffsetsResponse(Response, api_key=2, versions="1-7", flexible="6+"):
+class ListOffsetsResponse(Response, api_key=2, versions="1-9", flexible="6+"):
     class TopicResponse(Struct):
         class PartitionResponse(Struct):
             partition_index: int = field("int32")

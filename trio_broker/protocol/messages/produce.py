@@ -7,7 +7,7 @@ from ..primitives import RecordsValue
 from ..schema import Request, Response, Struct, array, field
 
 
-class ProduceRequest(Request, api_key=0, versions="3-9", flexible="9+"):
+class ProduceRequest(Request, api_key=0, versions="3-11", flexible="9+"):
     class TopicProduceData(Struct):
         class PartitionProduceData(Struct):
             index: int = field("int32")
@@ -22,7 +22,7 @@ class ProduceRequest(Request, api_key=0, versions="3-9", flexible="9+"):
     topic_data: list[TopicProduceData] = field(array(TopicProduceData))
 
 
-class ProduceResponse(Response, api_key=0, versions="3-9", flexible="9+"):
+class ProduceResponse(Response, api_key=0, versions="3-11", flexible="9+"):
     class TopicProduceResponse(Struct):
         class PartitionProduceResponse(Struct):
             class BatchIndexAndErrorMessage(Struct):
@@ -30,6 +30,10 @@ class ProduceResponse(Response, api_key=0, versions="3-9", flexible="9+"):
                 batch_index_error_message: str | None = field(
                     "string", "8+", nullable="8+", default=None
                 )
+
+            class LeaderIdAndEpoch(Struct):
+                leader_id: int = field("int32", "10+", default=-1)
+                leader_epoch: int = field("int32", "10+", default=-1)
 
             index: int = field("int32")
             error_code: int = field("int16")
@@ -42,22 +46,30 @@ class ProduceResponse(Response, api_key=0, versions="3-9", flexible="9+"):
             error_message: str | None = field(
                 "string", "8+", nullable="8+", default=None, ignorable=True
             )
+            current_leader: LeaderIdAndEpoch = field(LeaderIdAndEpoch, "10+", tag=0)
 
         name: str = field("string", "0-12", ignorable=True)
         partition_responses: list[PartitionProduceResponse] = field(array(PartitionProduceResponse))
 
+    class NodeEndpoint(Struct):
+        node_id: int = field("int32", "10+")
+        host: str = field("string", "10+")
+        port: int = field("int32", "10+")
+        rack: str | None = field("string", "10+", nullable="10+", default=None)
+
     responses: list[TopicProduceResponse] = field(array(TopicProduceResponse))
     throttle_time_ms: int = field("int32", "1+", ignorable=True)
+    node_endpoints: list[NodeEndpoint] = field(array(NodeEndpoint), "10+", tag=0)
 
 
-class InitProducerIdRequest(Request, api_key=22, versions="0-4", flexible="2+"):
+class InitProducerIdRequest(Request, api_key=22, versions="0-5", flexible="2+"):
     transactional_id: str | None = field("string", nullable="0+")
     transaction_timeout_ms: int = field("int32")
     producer_id: int = field("int64", "3+", default=-1)
     producer_epoch: int = field("int16", "3+", default=-1)
 
 
-class InitProducerIdResponse(Response, api_key=22, versions="0-4", flexible="2+"):
+class InitProducerIdResponse(Response, api_key=22, versions="0-5", flexible="2+"):
     throttle_time_ms: int = field("int32", ignorable=True)
     error_code: int = field("int16")
     producer_id: int = field("int64", default=-1)

@@ -242,6 +242,7 @@ class GroupCoordinator:
         group_instance_id: str | None,
         retention_time_ms: int,
         offsets: Sequence[OffsetCommitEntry],
+        unknown_group_error: int = ErrorCode.ILLEGAL_GENERATION,
     ) -> dict[TopicPartition, int]:
         def every(code: int) -> dict[TopicPartition, int]:
             return {(e.topic, e.partition): code for e in offsets}
@@ -253,7 +254,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:  # an older generation of a group that is gone
-                return every(ErrorCode.ILLEGAL_GENERATION)
+                return every(unknown_group_error)
             # offsets kept for a client that does not use group management
             group = Group(group_id, EMPTY, now)
             self.groups[group_id] = group
