@@ -1,6 +1,7 @@
 """Real brokers for tests: in a background thread (fast, inspectable) or as a process.
 
-``BrokerThread`` runs ``Broker.run`` under its own ``trio.run`` in a thread, so that
+``BrokerThread`` is the pytest plugin's in-process broker (``trio_broker.testing``) under
+the suite's settings: ``Broker.run`` under its own ``trio.run`` in a thread, so that
 blocking Kafka clients in the test can talk to it over TCP; ``call`` runs a function inside
 the broker's event loop (to inspect or resize it safely). ``BrokerProcess`` runs the
 ``trio-broker`` command exactly as a user does (``python -m trio_broker``).
@@ -24,7 +25,11 @@ import trio.testing
 from trio_broker.apis.table import API_TABLE, ApiTable
 from trio_broker.server.broker import Broker
 from trio_broker.server.config import load_config
-from trio_broker.server.node import new_broker
+from trio_broker.server.config_keys import BROKER_CONFIG_DEF
+from trio_broker.server.configdef import render
+from trio_broker.testing._runners import ThreadRunner
+from trio_broker.testing.harness import DEFAULTS as TEST_DEFAULTS
+from trio_broker.testing.harness import RunningBroker, setting_text
 
 # Every listener a test starts binds port 0 (the kernel picks a free port), so that the suite
 # runs beside a broker on Kafka's defaults (9092, 9093, 9644): a test names its ports only
@@ -48,54 +53,56 @@ def overrides_for(data_dir: Path, **settings: Any) -> list[str]:
 
 
 class BrokerThread:
+    """A broker in a background thread: the pytest plugin's own ``RunningBroker`` (thread
+    mode) with the suite's settings, so that every test that starts one exercises the
+    plugin's runner (start, addresses, error collection, stop).
+
+    The suite keeps the shipped defaults where the plugin's test defaults differ (its
+    ``DEFAULTS``: offsets topic partitions, the group rebalance delay, fault injection),
+    and no admin API unless a test names one: what these tests assert was measured on
+    them. ``errors`` holds what the broker logged as errors."""
+
     def __init__(
         self,
         data_dir: Path,
         settings: dict[str, Any] | None = None,
         api_table: ApiTable = API_TABLE,
     ) -> None:
-        overrides = [
-            f"{k}={v}" for k, v in {**BASE, "log.dirs": str(data_dir), **(settings or {})}.items()
-        ]
-        self.config = load_config(None, overrides)
-        self.api_table = api_table
-        self.broker: Broker | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._started = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._main, daemon=True)
+        shipped = {k: render(BROKER_CONFIG_DEF[k].default) for k in TEST_DEFAULTS}
+        merged = {**shipped, **BASE, **(settings or {})}
+        text = {k: setting_text(v) for k, v in merged.items()}
+        text["log.dirs"] = str(data_dir)  # as RunningBroker sets it
+        self.config = load_config(None, [f"{k}={v}" for k, v in text.items()])
+        self._running = RunningBroker(
+            text, data_dir, "thread", admin=bool(text["admin.listeners"]), api_table=api_table
+        )
 
     def start(self) -> BrokerThread:
-        self._thread.start()
-        if not self._started.wait(30):
-            raise TimeoutError("broker did not start")
-        if self._error is not None:
-            raise self._error
+        self._running.start()
         return self
 
-    def _main(self) -> None:
-        try:
-            trio.run(self._run)
-        except BaseException as exc:  # surfaced to the test
-            self._error = exc
-            self._started.set()
+    @property
+    def _runner(self) -> ThreadRunner:
+        runner = self._running._runner
+        assert isinstance(runner, ThreadRunner)
+        return runner
 
-    async def _run(self) -> None:
-        self._token = trio.lowlevel.current_trio_token()
-        broker = new_broker(self.config, api_table=self.api_table)
-        async with trio.open_nursery() as nursery:
-            self.broker = await nursery.start(broker.run)
-            self._started.set()
+    @property
+    def broker(self) -> Broker | None:
+        return self._runner.broker if self._running.running else None
+
+    @property
+    def errors(self) -> list[str]:
+        return self._running.errors
 
     @property
     def admin_url(self) -> str:
-        assert self.broker is not None and self.broker.admin_url is not None
-        return self.broker.admin_url
+        url = self._running.admin_url
+        assert url is not None
+        return url
 
     def address(self, listener: str = "PLAINTEXT") -> str:
-        assert self.broker is not None
-        host, port = self.broker.bound_listeners()[listener]
-        return f"{host}:{port}"
+        return self._running.listeners[listener]
 
     @property
     def bootstrap(self) -> str:
@@ -104,21 +111,14 @@ class BrokerThread:
     @property
     def thread_id(self) -> int:
         """The OS thread id of the thread running the broker's event loop."""
-        assert self._thread.native_id is not None
-        return self._thread.native_id
+        return self._runner.native_thread_id
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` inside the broker's event loop and return its result."""
-        return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+        return self._runner.call(fn, *args)
 
-    def stop(self, timeout: float = 30) -> None:
-        if self._thread.is_alive() and self.broker is not None:
-            self.call(self.broker.shutdown)
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise TimeoutError("broker did not stop")
-        if self._error is not None:
-            raise self._error
+    def stop(self) -> None:
+        self._running.stop()
 
 
 class BrokerProcess:

@@ -117,6 +117,12 @@ class ThreadRunner:
         finally:
             started.set()
 
+    @property
+    def native_thread_id(self) -> int:
+        """The OS thread id of the thread that runs the broker's event loop."""
+        assert self._thread is not None and self._thread.native_id is not None
+        return self._thread.native_id
+
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the broker's event loop; its result."""
         return trio.from_thread.run_sync(fn, *args, trio_token=self._token)

@@ -223,7 +223,7 @@ def running(
     """
     if mode not in ("thread", "process"):
         raise ValueError(f"mode must be 'thread' or 'process', not {mode!r}")
-    settings = {k: _text(v) for k, v in (config or {}).items()}
+    settings = {k: setting_text(v) for k, v in (config or {}).items()}
     with contextlib.ExitStack() as stack:
         if data_dir is None:
             data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="trio-broker-"))
@@ -233,7 +233,8 @@ def running(
         yield broker
 
 
-def _text(value: Any) -> str:
+def setting_text(value: Any) -> str:
+    """A setting's value as the text of a properties file (true/false, lists with commas)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple):
