@@ -9,7 +9,9 @@ entered to the yielded broker answering (every listener accepting, admin API inc
 - ``thread, warm``: later brokers in the same process (what each function-scoped fixture
   pays after the first);
 - ``process``: ``mode="process"``, ``python -m trio_broker`` started and ready (its
-  interpreter start and imports included), from a warm test process.
+  interpreter start and imports included), from a warm test process;
+- ``storage=memory``: the warm in-process start with the data dir on tmpfs, and what
+  creating 10 topics of 4 partitions takes once ready, on the disk and in memory.
 
 Each figure is the median (and the maximum) of ``--samples`` runs; a CreateTopics right
 after ready checks that the broker really answers. Usage::
@@ -58,18 +60,25 @@ def _cold(samples: int) -> list[float]:
     return out
 
 
-def _warm(samples: int, mode: str) -> list[float]:
+def _warm(samples: int, mode: str, storage: str = "file") -> tuple[list[float], list[float]]:
+    """Start-to-ready times, and the times of creating ``TOPICS`` topics once ready."""
     from trio_broker.testing import running
 
-    with running(mode=mode):  # imports and caches warmed
+    with running(mode=mode, storage=storage):  # type: ignore[arg-type]  # imports warmed
         pass
-    out = []
+    starts, creates = [], []
     for i in range(samples):
         t0 = time.perf_counter()
-        with running(mode=mode) as b:  # type: ignore[arg-type]
-            out.append(time.perf_counter() - t0)
-            b.create_topic(f"t{i}")
-    return out
+        with running(mode=mode, storage=storage) as b:  # type: ignore[arg-type]
+            starts.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            for n in range(TOPICS):
+                b.create_topic(f"t{i}-{n}", partitions=4)
+            creates.append(time.perf_counter() - t1)
+    return starts, creates
+
+
+TOPICS = 10
 
 
 def main() -> int:
@@ -77,13 +86,19 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    thread_warm, thread_topics = _warm(args.samples, "thread")
+    memory_warm, memory_topics = _warm(args.samples, "thread", "memory")
+    process, _ = _warm(args.samples, "process")
     figures = {
         "thread, cold (import + first start)": _cold(args.samples),
-        "thread, warm": _warm(args.samples, "thread"),
-        "process": _warm(args.samples, "process"),
+        "thread, warm": thread_warm,
+        "thread, warm, storage=memory": memory_warm,
+        "process": process,
+        f"{TOPICS} topics x 4 partitions, file": thread_topics,
+        f"{TOPICS} topics x 4 partitions, memory": memory_topics,
     }
     print(f"command: {' '.join(sys.argv)}")
-    print(f"{'start to ready':38} {'median s':>9} {'max s':>7}")
+    print(f"{'case':38} {'median s':>9} {'max s':>7}")
     result = {}
     for name, values in figures.items():
         med, top = statistics.median(values), max(values)

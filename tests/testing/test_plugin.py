@@ -124,6 +124,33 @@ def test_conftest_chooses_process_mode_and_the_session_config(tmp_path: Path) ->
     assert outcome(out) == {"passed": 1}, out
 
 
+MEMORY = """
+import pytest
+
+@pytest.fixture(scope="session")
+def kafka_broker_storage():
+    return "memory"
+"""
+
+MEMORY_TEST = """
+from trio_broker.testing.harness import memory_root
+
+def test_memory(kafka_broker, kafka_broker_session, tmp_path):
+    for b in (kafka_broker, kafka_broker_session):
+        assert str(b.data_dir).startswith(memory_root() + "/")
+        b.create_topic("t")
+    assert not (tmp_path / "kafka-broker").exists()
+"""
+
+
+def test_conftest_chooses_memory_storage(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(MEMORY)
+    (tmp_path / "test_memory.py").write_text(MEMORY_TEST)
+    code, out = run_pytest(tmp_path)
+    assert code == 0, out
+    assert outcome(out) == {"passed": 1}, out
+
+
 BROKER_ERROR = """
 import logging
 

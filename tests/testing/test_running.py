@@ -2,7 +2,7 @@
 
 What a user of the in-process API notices: real clients produce and consume through
 ``bootstrap``, topics are created, listed and deleted, ``restart`` keeps the data and the
-address, an exception inside the broker ends up in ``errors``, 200 start/stop cycles leave
+address, ``storage="memory"`` keeps the same log in RAM, an exception inside the broker ends up in ``errors``, 200 start/stop cycles leave
 no thread and no file descriptor behind, and nothing of Spark (nor, without the admin
 API, of the admin app) is imported.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,8 +36,10 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     assert p.flush(30) == 0
 
 
-def consume(bootstrap: str, topic: str, n: int) -> list[bytes]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
+def consume(bootstrap: str, topic: str, n: int, group: str = "g") -> list[bytes]:
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
+    )
     c.subscribe([topic])
     got: list[bytes] = []
     deadline = time.monotonic() + 30
@@ -97,6 +100,39 @@ def test_the_default_data_dir_is_removed_after_the_broker() -> None:
         data_dir = b.data_dir
         assert (data_dir / "listeners.json").exists()
     assert not data_dir.exists()
+
+
+def _file_system_of(path: Path) -> str:
+    """The type of the file system that holds ``path`` (the longest mount point)."""
+    best, kind = "", ""
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        _, point, fs = line.split()[:3]
+        inside = str(path) == point or str(path).startswith(point.rstrip("/") + "/")
+        if inside and len(point) > len(best):
+            best, kind = point, fs
+    return kind
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_memory_storage_keeps_the_log_in_ram_with_the_same_behaviour(mode: Any) -> None:
+    with running(mode=mode, storage="memory") as b:
+        data_dir = b.data_dir
+        assert _file_system_of(data_dir) == "tmpfs"
+        assert _file_system_of(Path(tempfile.gettempdir())) != "tmpfs"  # the default is not
+        b.create_topic("m", partitions=2)
+        produce(b.bootstrap, "m", [b"x", b"y"])
+        assert sorted(consume(b.bootstrap, "m", 2)) == [b"x", b"y"]
+        assert any(p.name == "m-0" for p in data_dir.iterdir())  # the file log's own layout
+        b.restart()  # same RAM dir: a restart keeps the data, as on disk
+        produce(b.bootstrap, "m", [b"z"])
+        assert sorted(consume(b.bootstrap, "m", 3, group="after")) == [b"x", b"y", b"z"]
+        assert b.errors == []
+    assert not data_dir.exists()  # nothing left in RAM
+    with (
+        pytest.raises(ValueError, match="give no data_dir"),
+        running(storage="memory", data_dir=data_dir),
+    ):
+        pass
 
 
 def _threads_and_fds() -> tuple[int, int]:

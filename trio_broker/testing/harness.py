@@ -3,7 +3,8 @@
 Owns: ``running(config=..., mode="thread"|"process")``, the context manager that starts a
 broker and stops it, and ``RunningBroker``, what it yields (the same object the pytest
 fixtures yield): ``bootstrap``, ``admin_url``, ``create_topic``, ``delete_topic``,
-``topics``, ``faults``, ``restart``, ``errors``.
+``topics``, ``faults``, ``restart``, ``errors``; and ``memory_root``, where
+``storage="memory"`` puts the data dir.
 
 Every listener binds port 0 (the admin API too), the data dir is a fresh temporary
 directory unless one is given, and fault injection is on (``testing.faults.enable``):
@@ -17,6 +18,7 @@ they know. Imports only what it runs: no Spark, and no admin app when ``admin=Fa
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from ..apis.table import ApiTable
 
 Mode = Literal["thread", "process"]
+Storage = Literal["file", "memory"]
 
 DEFAULTS: Mapping[str, str] = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -210,6 +213,7 @@ def running(
     data_dir: str | Path | None = None,
     admin: bool = True,
     api_table: ApiTable | None = None,
+    storage: Storage = "file",
 ) -> Iterator[RunningBroker]:
     """A broker for the body of the ``with``, stopped when it ends.
 
@@ -219,18 +223,55 @@ def running(
     trio_broker``). ``data_dir``: where its data goes (default: a temporary directory,
     removed afterwards). ``admin=False``: no admin API (and its app is not imported).
     ``api_table``: the broker's API table (thread mode; for tests of the broker itself,
-    e.g. a handler replaced with ``API_TABLE.with_handler``).
+    e.g. a handler replaced with ``API_TABLE.with_handler``). ``storage="memory"``: the
+    data dir is on a memory-backed file system (``memory_root``) instead of the disk:
+    the same log code, its files in RAM, nothing durable (not even across a reboot),
+    removed when the ``with`` ends.
     """
     if mode not in ("thread", "process"):
         raise ValueError(f"mode must be 'thread' or 'process', not {mode!r}")
+    if storage not in ("file", "memory"):
+        raise ValueError(f"storage must be 'file' or 'memory', not {storage!r}")
+    if storage == "memory" and data_dir is not None:
+        raise ValueError("storage='memory' chooses its own data dir: give no data_dir")
     settings = {k: setting_text(v) for k, v in (config or {}).items()}
     with contextlib.ExitStack() as stack:
         if data_dir is None:
-            data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="trio-broker-"))
+            root = memory_root() if storage == "memory" else None
+            data_dir = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="trio-broker-", dir=root)
+            )
         broker = RunningBroker(settings, Path(data_dir), mode, admin, api_table)
         broker.start()
         stack.callback(broker.stop)
         yield broker
+
+
+MEMORY_ROOTS = ("/dev/shm", "/run/shm")
+"""Where Linux mounts a tmpfs every user may write to (the POSIX shared memory dir)."""
+
+
+def memory_root() -> str:
+    """A directory on a memory-backed file system (tmpfs or ramfs), for ``storage="memory"``.
+
+    The log keeps its own format and code there, so a test sees the broker it would see on
+    a disk, minus the disk: creating topics and appending cost no device I/O and fsync
+    returns at once. ``RuntimeError`` where none is mounted (macOS, some containers)."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        mounts = []
+    memory = {f[1] for f in (line.split() for line in mounts) if len(f) > 2 and f[2] in _RAM_FS}
+    for root in MEMORY_ROOTS:
+        if root in memory and os.access(root, os.W_OK):
+            return root
+    raise RuntimeError(
+        "storage='memory' needs a writable memory-backed file system (a tmpfs at /dev/shm); "
+        "none is mounted here: use storage='file'"
+    )
+
+
+_RAM_FS = ("tmpfs", "ramfs")
 
 
 def setting_text(value: Any) -> str:

@@ -5,7 +5,8 @@ under the test's ``tmp_path``) and ``kafka_broker_session`` (one broker for the 
 with pytest-xdist one per worker, since each worker is its own session), the marker
 ``@pytest.mark.kafka_config({...})`` (settings of the test's ``kafka_broker``) and the
 fixtures a ``conftest.py`` may override: ``kafka_broker_mode`` (``"thread"`` or
-``"process"``) and ``kafka_broker_session_config`` (the session broker's settings).
+``"process"``), ``kafka_broker_storage`` (``"file"`` or ``"memory"``) and
+``kafka_broker_session_config`` (the session broker's settings).
 
 A broker's unexpected exception (an ERROR in its log) fails the test that was running as
 an error at teardown, never silently; a test that provokes one on purpose clears
@@ -39,6 +40,13 @@ def kafka_broker_mode() -> str:
 
 
 @pytest.fixture(scope="session")
+def kafka_broker_storage() -> str:
+    """Where the brokers keep their data: ``"file"`` (under the test's ``tmp_path``) or
+    ``"memory"`` (a memory-backed file system; see ``trio_broker.testing.running``)."""
+    return "file"
+
+
+@pytest.fixture(scope="session")
 def kafka_broker_session_config() -> dict[str, Any]:
     """The session broker's settings (override this fixture in a conftest.py)."""
     return {}
@@ -64,16 +72,26 @@ def _report(broker: RunningBroker, since: int, what: str) -> None:
         pytest.fail(f"{what} logged {len(errors)} error(s):\n{shown}", pytrace=False)
 
 
+def _place(storage: str, data_dir: Path) -> dict[str, Any]:
+    if storage == "memory":
+        return {"storage": "memory"}
+    return {"storage": storage, "data_dir": data_dir}
+
+
 @pytest.fixture
 def kafka_broker(
-    request: pytest.FixtureRequest, tmp_path: Path, kafka_broker_mode: str
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    kafka_broker_mode: str,
+    kafka_broker_storage: str,
 ) -> Iterator[RunningBroker]:
     """A broker for this test (``@pytest.mark.kafka_config({...})`` sets its config)."""
     from .harness import running
 
     settings = _settings(request.node if isinstance(request.node, pytest.Item) else None)
     mode = cast("Mode", kafka_broker_mode)
-    with running(settings, mode=mode, data_dir=tmp_path / "kafka-broker") as b:
+    place = _place(kafka_broker_storage, tmp_path / "kafka-broker")
+    with running(settings, mode=mode, **place) as b:
         yield b
     _report(b, 0, "the broker")
 
@@ -82,14 +100,18 @@ def kafka_broker(
 def kafka_broker_session(
     tmp_path_factory: pytest.TempPathFactory,
     kafka_broker_mode: str,
+    kafka_broker_storage: str,
     kafka_broker_session_config: dict[str, Any],
 ) -> Iterator[RunningBroker]:
     """One broker for the whole session (one per pytest-xdist worker)."""
     from .harness import running
 
-    data_dir = tmp_path_factory.mktemp("kafka-broker-session")
     mode = cast("Mode", kafka_broker_mode)
-    with running(kafka_broker_session_config, mode=mode, data_dir=data_dir) as b:
+    if kafka_broker_storage == "memory":
+        place = _place("memory", Path())
+    else:
+        place = _place(kafka_broker_storage, tmp_path_factory.mktemp("kafka-broker-session"))
+    with running(kafka_broker_session_config, mode=mode, **place) as b:
         yield b
 
 
