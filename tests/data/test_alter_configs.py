@@ -265,3 +265,38 @@ def test_without_alter_configs_permission_each_resource_is_refused(tmp_path: Pat
         ) == ("CLUSTER_AUTHORIZATION_FAILED")
     finally:
         b.stop()
+
+
+def test_the_broker_keys_librdkafkas_admin_tests_change_are_kafkas(node: BrokerThread) -> None:
+    """What librdkafka's 0081 sets on a broker: a Kerberos key with legacy AlterConfigs
+    (stored: no GSSAPI here, as its doc says) and background.threads, which bounds the
+    threads of the scheduled log jobs at once, and reverts to its default when deleted."""
+    admin = admin_for(node)
+    broker = ConfigResource(
+        ConfigResource.Type.BROKER,
+        "0",
+        set_config={"sasl.kerberos.min.time.before.relogin": "58000"},
+    )
+    admin.alter_configs([broker])[broker].result(10)
+    entry = described(admin, ConfigResource(ConfigResource.Type.BROKER, "0"))[
+        "sasl.kerberos.min.time.before.relogin"
+    ]
+    assert (entry.value, entry.source) == ("58000", DYNAMIC_BROKER)
+
+    def limit() -> int:
+        assert node.broker is not None
+        return int(node.call(lambda: node.broker.replica_manager.background.total_tokens))
+
+    assert limit() == 10
+    alter(
+        admin,
+        ConfigResource(ConfigResource.Type.BROKER, "0"),
+        [op("background.threads", AlterConfigOpType.SET, "1")],
+    )
+    assert limit() == 1
+    alter(
+        admin,
+        ConfigResource(ConfigResource.Type.BROKER, "0"),
+        [op("background.threads", AlterConfigOpType.DELETE)],
+    )
+    assert limit() == 10

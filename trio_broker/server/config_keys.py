@@ -109,6 +109,15 @@ _KEYS = [
         dynamic=True,
     ),
     define(
+        "background.threads",
+        INT,
+        10,
+        "Worker threads the scheduled log jobs (time-based flush, retention and producer-id "
+        "expiry) may use at once; there are two such jobs, so more than 2 changes nothing.",
+        POOL_SIZE,
+        dynamic=True,
+    ),
+    define(
         "num.io.threads",
         INT,
         8,

@@ -17,7 +17,7 @@ from .config_syntax import (
     parse_super_users,
     whole,
 )
-from .configdef import Check, ConfigKey, OneOf, define
+from .configdef import Check, ConfigKey, ConfigType, OneOf, define
 
 SECURITY_KEYS: list[ConfigKey] = [
     # ---- security
@@ -51,6 +51,40 @@ SECURITY_KEYS: list[ConfigKey] = [
         "none",
         "Whether SSL clients must present a certificate.",
         OneOf(("required", "requested", "none")),
+    ),
+    # Kafka's Kerberos (GSSAPI) settings, changeable at run time as Kafka's: accepted and
+    # stored so that tools and clients that set them (kafka-configs, librdkafka's admin
+    # tests) get Kafka's answer, but this broker has no GSSAPI mechanism: they do nothing.
+    *(
+        define(name, type_, default, f"{doc} Stored only: no GSSAPI here.", dynamic=True)
+        for name, type_, default, doc in (
+            ("sasl.kerberos.kinit.cmd", ConfigType.STRING, "/usr/bin/kinit", "kinit command."),
+            (
+                "sasl.kerberos.min.time.before.relogin",
+                ConfigType.LONG,
+                60000,
+                "Login thread sleep between refresh attempts (ms).",
+            ),
+            (
+                "sasl.kerberos.principal.to.local.rules",
+                ConfigType.LIST,
+                ("DEFAULT",),
+                "Rules mapping principal names to short names.",
+            ),
+            ("sasl.kerberos.service.name", ConfigType.STRING, None, "Kerberos service name."),
+            (
+                "sasl.kerberos.ticket.renew.jitter",
+                ConfigType.DOUBLE,
+                0.05,
+                "Random jitter added to the renewal time.",
+            ),
+            (
+                "sasl.kerberos.ticket.renew.window.factor",
+                ConfigType.DOUBLE,
+                0.8,
+                "Share of the ticket lifetime before renewal.",
+            ),
+        )
     ),
     define(
         "authorizer.class.name",

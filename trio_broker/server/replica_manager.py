@@ -92,6 +92,8 @@ class ReplicaManager:
         cluster: ClusterState,
         metrics: Any = None,
     ) -> None:
+        # The threads of the scheduled log jobs (background.threads: see ``config``).
+        self.background = trio.CapacityLimiter(config["background.threads"])
         self.config = config
         self.cluster = cluster
         self.io = io
@@ -101,10 +103,21 @@ class ReplicaManager:
         # The event loop's token, so worker threads can hand figures back to it.
         self.trio_token: trio.lowlevel.TrioToken | None = None
         self.duplicate_batches = 0  # retried idempotent batches answered from the cache
+
         self._min_insync: dict[str, int] = {}
         # Partitions whose last append failed on the disk: a full disk is logged once when
         # it starts failing and once when appends work again, not once per produce.
         self.storage_failing: set[tuple[str, int]] = set()
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self._config
+
+    @config.setter
+    def config(self, new: BrokerConfig) -> None:
+        """The running config; a changed ``background.threads`` applies at once."""
+        self._config = new
+        self.background.total_tokens = new["background.threads"]
 
     # ------------------------------------------------------------- life cycle
 
@@ -448,10 +461,12 @@ class ReplicaManager:
             nursery.start_soon(self._every, retention_every, self._retention)
 
     async def _every(self, interval_ms: int, job: Any) -> None:
+        """Run ``job`` on a worker thread every ``interval_ms``, at most
+        ``background.threads`` of them at once."""
         while True:
             await trio.sleep(interval_ms / 1000)
             try:
-                await trio.to_thread.run_sync(job)
+                await trio.to_thread.run_sync(job, limiter=self.background)
             except LogError as exc:
                 log.error("log maintenance failed: %s", exc)
 
