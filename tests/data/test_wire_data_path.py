@@ -96,6 +96,20 @@ async def test_produce_every_version(run_broker, version: int) -> None:  # type:
         assert (p.error_code, p.base_offset) == (0, 2 * i)
 
 
+async def test_a_produce_holds_exactly_one_batch_per_partition(run_broker) -> None:  # type: ignore[no-untyped-def]
+    """As Kafka's ProduceRequest.validateRecords (v3+): two batches for one partition, or
+    none, are INVALID_RECORD for that partition, and nothing of them is appended."""
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await make_topic(c, "t")
+    for records in (batch(b"a") + batch(b"b"), b""):
+        resp = await c.request(produce_req("t", records), 9)
+        (p,) = resp.responses[0].partition_responses
+        assert p.error_code == ErrorCode.INVALID_RECORD, records
+    resp = await c.request(produce_req("t", batch(b"c")), 9)
+    assert resp.responses[0].partition_responses[0].base_offset == 0  # nothing went in before
+
+
 @pytest.mark.parametrize("version", range(1, 10))
 async def test_list_offsets_every_version(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker()

@@ -208,7 +208,9 @@ class ReplicaManager:
                 )
             elif records is None or len(records) == 0:
                 results[i] = self._failed(
-                    topic, ErrorCode.CORRUPT_MESSAGE, "the request has no records"
+                    topic,
+                    ErrorCode.INVALID_RECORD,
+                    "a produce request must hold one record batch per partition; it has none",
                 )
             elif acks == -1 and self._min_insync.get(topic, 1) > 1:
                 results[i] = self._failed(
@@ -220,7 +222,9 @@ class ReplicaManager:
             else:
                 jobs.append((i, plog, records, self.cluster.leader_epoch(topic, partition)))
         if jobs:
-            outcomes = await self.io.run(lambda: [_append(plog, r, e) for _, plog, r, e in jobs])
+            outcomes = await self.io.run(
+                lambda: [_append(plog, r, e, one_batch=True) for _, plog, r, e in jobs]
+            )
             for (i, _, _, _), outcome in zip(jobs, outcomes, strict=True):
                 topic, partition, _ = items[i]
                 results[i] = self._write_result(topic, partition, outcome)
@@ -491,11 +495,21 @@ class ReplicaManager:
 # others theirs.
 
 
-def _append(plog: PartitionLog, records: memoryview, epoch: int) -> AppendInfo | Exception:
+def _append(
+    plog: PartitionLog, records: memoryview, epoch: int, *, one_batch: bool = False
+) -> AppendInfo | Exception:
+    """Validate and append; ``one_batch``: a producer's records, which Kafka takes as
+    exactly one batch per partition (Produce v3+), INVALID_RECORD otherwise."""
     before_storage_operation()
     try:
         config = plog.config
         validated = validate_batches(records, max_batch_bytes=config.max_message_bytes)
+        if one_batch and len(validated.batches) != 1:
+            raise RecordsError(
+                ErrorCode.INVALID_RECORD,
+                f"a produce request must hold exactly one record batch per partition; "
+                f"it has {len(validated.batches)}",
+            )
         if config.compression_type != "producer":
             changed = recompress(validated, config.compression_type, config.compression_level)
             if changed is not None:
