@@ -292,3 +292,34 @@ def test_a_one_level_file_from_before_reads_as_this_brokers_settings(tmp_path: P
     stored = json.loads((data / "dynamic_config.json").read_text())
     assert stored["settings"] == {"num.io.threads": "3"}
     assert stored["cluster_default"] == {"max.connections.per.ip": "900"}
+
+
+def test_describe_configs_v0_says_whether_each_value_is_the_default(node: BrokerThread) -> None:
+    """Kafka 3.9 serves DescribeConfigs v0 (4.0 removed it): no sources, only is_default."""
+    alter(node, "", {"message.max.bytes": (SET, "600000")})
+
+    def v0(name: str) -> dict[str, tuple[str | None, bool]]:
+        req = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequest.Resource(
+                    resource_type=4,
+                    resource_name=name,
+                    configuration_keys=[
+                        "num.io.threads",
+                        "message.max.bytes",
+                        "queued.max.requests",
+                    ],
+                )
+            ]
+        )
+        with WireClient(node.bootstrap) as client:
+            (result,) = client.request(req, 0).results
+        assert result.error_code == 0, result.error_message
+        return {e.name: (e.value, e.is_default) for e in result.configs}
+
+    assert v0("0") == {
+        "num.io.threads": ("4", False),  # static
+        "message.max.bytes": ("600000", False),  # the cluster default's
+        "queued.max.requests": ("500", True),
+    }
+    assert v0("") == {"message.max.bytes": ("600000", False)}

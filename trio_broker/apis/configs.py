@@ -1,15 +1,17 @@
-"""DescribeConfigs v1-v4: a topic's or the broker's effective configuration.
+"""DescribeConfigs v0-v4: a topic's or the broker's effective configuration.
 
 Topic entries carry their source (TOPIC_CONFIG for the topic's own overrides, else the
 broker key's source: DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
 STATIC_BROKER_CONFIG or DEFAULT_CONFIG); broker entries are read-only unless dynamic. With
 ``include_synonyms`` (v1+), every setting behind a value in Kafka's precedence (the topic's
 own, this broker's run-time change, the cluster-wide default's, the static setting, the
-default; ``log.retention.hours`` and the like included). Sensitive values are never sent (null,
-is_sensitive true). ``configuration_keys`` null means every key; an unknown key is simply
-absent, as in Kafka. A broker resource is named by this broker's id (every key in force),
-or empty for the cluster-wide default (only the keys set at that level, as Kafka answers);
-any other name is INVALID_REQUEST, in Kafka's words. A topic needs DESCRIBE_CONFIGS on it
+default; ``log.retention.hours`` and the like included). v0 (Kafka 3.9 serves it; 4.0
+removed it) has no sources nor synonyms, only ``is_default``: the value is the key's
+default (DEFAULT_CONFIG). Sensitive values are never sent (null, is_sensitive true).
+``configuration_keys`` null means every key; an unknown key is simply absent, as in Kafka.
+A broker resource is named by this broker's id (every key in force), or empty for the
+cluster-wide default (only the keys set at that level, as Kafka answers); any other name is
+INVALID_REQUEST, in Kafka's words. A topic needs DESCRIBE_CONFIGS on it
 (TOPIC_AUTHORIZATION_FAILED), the broker DESCRIBE_CONFIGS on the cluster
 (CLUSTER_AUTHORIZATION_FAILED).
 """
@@ -34,6 +36,7 @@ Entry: Any = item_type(Result, "configs")
 Synonym: Any = item_type(Entry, "synonyms")
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+DEFAULT_CONFIG = 5  # DescribeConfigsResponse.ConfigSource: v0 says only is_default
 
 # DescribeConfigsResponse.ConfigType
 _TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
@@ -79,6 +82,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 name=e.name,
                 value=e.text,
                 read_only=e.read_only,
+                is_default=e.source == DEFAULT_CONFIG,
                 config_source=int(e.source),
                 is_sensitive=e.is_sensitive,
                 synonyms=[
