@@ -323,3 +323,23 @@ def test_describe_configs_v0_says_whether_each_value_is_the_default(node: Broker
         "queued.max.requests": ("500", True),
     }
     assert v0("") == {"message.max.bytes": ("600000", False)}
+
+
+def test_another_broker_id_is_kafkas_invalid_request(node: BrokerThread) -> None:
+    req = DescribeConfigsRequest(
+        resources=[
+            DescribeConfigsRequest.Resource(
+                resource_type=4, resource_name=name, configuration_keys=None
+            )
+            for name in ("7", "x", "")
+        ],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    with WireClient(node.bootstrap) as client:
+        results = client.request(req, 4).results
+    assert [(r.error_code, r.error_message) for r in results] == [
+        (42, "Unexpected broker id, expected 0 or empty string, but received 7"),
+        (42, "Broker id must be an integer, but it is: x"),
+        (0, None),
+    ]

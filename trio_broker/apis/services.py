@@ -89,9 +89,10 @@ class ConfigChangeError(TopicError):
     """A configuration change refused (INVALID_CONFIG, INVALID_REQUEST ...): nothing changed."""
 
 
-def broker_name_problem(name: str, broker_id: int) -> str | None:
+def broker_name_problem(name: str, broker_id: int, *, describe: bool = True) -> str | None:
     """Why broker resource ``name`` is not this broker's (``None``: it is, or it is ``""``,
-    the cluster-wide default), in Kafka's words; answered with INVALID_REQUEST."""
+    the cluster-wide default), in Kafka's words (DescribeConfigs' or, with ``describe``
+    false, AlterConfigs'); answered with INVALID_REQUEST."""
     if name == "":
         return None
     try:
@@ -99,7 +100,8 @@ def broker_name_problem(name: str, broker_id: int) -> str | None:
     except ValueError:
         return f"Broker id must be an integer, but it is: {name}"
     if given != broker_id:
-        return f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
+        expected = f"{broker_id} or empty string" if describe else str(broker_id)
+        return f"Unexpected broker id, expected {expected}, but received {name}"
     return None
 
 

@@ -52,7 +52,7 @@ class ConfigAdmin:
 
     def _broker_level(self, name: str) -> bool:
         """Whether broker resource ``name`` is the cluster-wide default (else: this broker)."""
-        problem = broker_name_problem(name, self.broker_id)
+        problem = broker_name_problem(name, self.broker_id, describe=False)
         if problem is not None:
             raise ConfigChangeError(ErrorCode.INVALID_REQUEST, problem)
         return name == ""
