@@ -290,5 +290,6 @@ def _config_json(state: ConfigState) -> dict[str, Any]:
         "config": dict(state.effective),
         "dynamic_keys": list(state.dynamic_keys),
         "dynamic_settings": dict(state.dynamic_settings),
+        "default_settings": dict(state.default_settings),
         "sources": dict(state.sources),
     }

@@ -217,14 +217,26 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
                 "dynamic_keys": {"type": "array", "items": {"type": "string"}},
                 "dynamic_settings": {
                     "type": "object",
-                    "description": "run-time changes in force",
+                    "description": "this broker's own run-time changes (what PUT /v1/config "
+                    "changes: Kafka's per-broker level, DYNAMIC_BROKER_CONFIG)",
+                    "additionalProperties": {"type": "string"},
+                },
+                "default_settings": {
+                    "type": "object",
+                    "description": "the cluster-wide default's run-time changes (Kafka's "
+                    'broker resource ""; not changed by PUT /v1/config); this broker\'s own '
+                    "(dynamic_settings) win over them",
                     "additionalProperties": {"type": "string"},
                 },
                 "sources": {
                     "type": "object",
                     "description": "where each key's value comes from: default, file, env "
-                    "(a TRIO_BROKER_* variable), override (--override) or dynamic (a run-time "
-                    "change); precedence file < env < override < dynamic",
+                    "(a TRIO_BROKER_* variable), override (--override), dynamic-default (a "
+                    "run-time change of the cluster-wide default: Kafka's AlterConfigs or "
+                    'IncrementalAlterConfigs on broker resource "", kafka-configs '
+                    "--entity-default) or dynamic (a run-time change of this broker: PUT "
+                    '/v1/config, or the Kafka APIs on resource "<broker.id>"); precedence '
+                    "default < file < env < override < dynamic-default < dynamic",
                     "additionalProperties": {"type": "string", "enum": list(CONFIG_ORIGINS)},
                 },
             }
@@ -262,11 +274,22 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
                     "type": "object",
                     "additionalProperties": {"type": "string"},
                 },
+                "default_settings": {
+                    "type": "object",
+                    "description": "the cluster-wide default's run-time changes (Kafka's "
+                    'broker resource ""; not changed by PUT /v1/config); this broker\'s own '
+                    "(dynamic_settings) win over them",
+                    "additionalProperties": {"type": "string"},
+                },
                 "sources": {
                     "type": "object",
                     "description": "where each key's value comes from: default, file, env "
-                    "(a TRIO_BROKER_* variable), override (--override) or dynamic (a run-time "
-                    "change); precedence file < env < override < dynamic",
+                    "(a TRIO_BROKER_* variable), override (--override), dynamic-default (a "
+                    "run-time change of the cluster-wide default: Kafka's AlterConfigs or "
+                    'IncrementalAlterConfigs on broker resource "", kafka-configs '
+                    "--entity-default) or dynamic (a run-time change of this broker: PUT "
+                    '/v1/config, or the Kafka APIs on resource "<broker.id>"); precedence '
+                    "default < file < env < override < dynamic-default < dynamic",
                     "additionalProperties": {"type": "string", "enum": list(CONFIG_ORIGINS)},
                 },
             }
@@ -494,12 +517,17 @@ def openapi_document(
         },
         "/v1/config": {
             "get": op(
-                "The effective configuration, secrets masked.",
+                "The effective configuration, secrets masked, with each key's source "
+                "(dynamic-default: the cluster-wide default's run-time change).",
                 {"200": _json(_ref("Config"), "the configuration")},
                 operationId="getConfig",
             ),
             "put": op(
-                "Change dynamic keys at run time (dry_run: only validate).",
+                "Change dynamic keys at run time (dry_run: only validate), at this "
+                "broker's own level (Kafka's DYNAMIC_BROKER_CONFIG, as AlterConfigs on "
+                'broker resource "<broker.id>"): it wins over the cluster-wide default '
+                '(resource ""), which only the Kafka APIs change; null reverts a key to '
+                "the level below (the cluster-wide default, else the static setting).",
                 {
                     "200": _json(_ref("ConfigUpdated"), "the configuration after the change"),
                     "400": _error("an unknown or static key, or a bad value (named)"),

@@ -153,16 +153,19 @@ class DashboardData:
 
 
 # Where a key's value comes from, lowest precedence first (the broker's config names them).
-CONFIG_ORIGINS = ("default", "file", "env", "override", "dynamic")
+CONFIG_ORIGINS = ("default", "file", "env", "override", "dynamic-default", "dynamic")
 
 
 @dataclass(frozen=True, slots=True)
 class ConfigState:
     effective: Mapping[str, str | None]  # every key, as text; secrets masked; None = unset
     dynamic_keys: tuple[str, ...]
-    dynamic_settings: Mapping[str, str]  # the run-time changes in force, secrets masked
-    # every key's origin: default, file, env (TRIO_BROKER_*), override or dynamic
+    dynamic_settings: Mapping[str, str]  # this broker's run-time changes, secrets masked
+    # every key's origin: default, file, env (TRIO_BROKER_*), override, dynamic-default
+    # (the cluster-wide default's run-time change) or dynamic (this broker's)
     sources: Mapping[str, str] = field(default_factory=dict)
+    # the cluster-wide default's run-time changes (Kafka's broker resource ""), masked
+    default_settings: Mapping[str, str] = field(default_factory=dict)
 
 
 class FaultControl(Protocol):

@@ -418,7 +418,13 @@ def test_metrics_are_the_brokers_snapshot_and_prometheus_text(
 
 def test_config_shows_every_effective_key(http: httpx.Client) -> None:
     body = config(http)
-    assert set(body) == {"config", "dynamic_keys", "dynamic_settings", "sources"}
+    assert set(body) == {
+        "config",
+        "dynamic_keys",
+        "dynamic_settings",
+        "default_settings",
+        "sources",
+    }
     assert body["config"]["num.io.threads"] == "4"
     assert set(body["sources"]) == set(body["config"])
     assert body["sources"]["num.io.threads"] == "override"  # BrokerThread: overrides

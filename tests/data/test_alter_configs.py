@@ -173,7 +173,7 @@ def test_refusals_name_the_problem_per_resource_and_change_nothing(node: BrokerT
         == "NONE"
     )
     assert described(admin, topic("r"))["retention.ms"].source != TOPIC_CONFIG
-    # On the wire: the cluster-wide default ("") is this broker's store; another id is not.
+    # On the wire: the cluster-wide default ("") may change; another id is Kafka's error.
     with WireClient(node.bootstrap) as client:
         req = IncrementalAlterConfigsRequest(
             resources=[
@@ -186,13 +186,18 @@ def test_refusals_name_the_problem_per_resource_and_change_nothing(node: BrokerT
                         )
                     ],
                 )
-                for name in ("7", "")
+                for name in ("7", "", "x")
             ],
             validate_only=True,
         )
         answers = client.request(req, 1).responses
-        assert [(a.resource_name, a.error_code) for a in answers] == [("7", 42), ("", 0)]
-        assert "this is broker 0" in answers[0].error_message
+        assert [(a.resource_name, a.error_code) for a in answers] == [
+            ("7", 42),
+            ("", 0),
+            ("x", 42),
+        ]
+        assert answers[0].error_message == ("Unexpected broker id, expected 0, but received 7")
+        assert answers[2].error_message == "Broker id must be an integer, but it is: x"
     # kafka-python's AlterConfigs reads the error message: it names the key.
     k = KafkaAdminClient(bootstrap_servers=node.bootstrap)
     try:

@@ -45,13 +45,16 @@ from . import kafka3_schemas
 
 RESOURCES = Path(kafka.protocol.__file__).parent / "schemas" / "resources"
 # Kafka 3.9's definitions of the controller APIs that Kafka 4.0 removed (LeaderAndIsr,
-# StopReplica, UpdateMetadata): kafka-python 3 does not ship them.
+# StopReplica, UpdateMetadata): kafka-python 3 does not ship them; and of APIs whose old
+# versions 4.0 removed and we serve (DescribeConfigs v0).
 KAFKA3_RESOURCES = Path(kafka3_schemas.__file__).parent
 
 
 def schema_path(name: str) -> Path:
-    path = RESOURCES / f"{name}.json"
-    return path if path.exists() else KAFKA3_RESOURCES / f"{name}.json"
+    """Kafka 3.9's definition where we keep one (it has the versions 4.0 removed), else
+    kafka-python's (Kafka 4's)."""
+    path = KAFKA3_RESOURCES / f"{name}.json"
+    return path if path.exists() else RESOURCES / f"{name}.json"
 
 
 @functools.cache

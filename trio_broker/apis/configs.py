@@ -1,13 +1,17 @@
-"""DescribeConfigs v1-v4: a topic's or the broker's effective configuration.
+"""DescribeConfigs v0-v4: a topic's or the broker's effective configuration.
 
 Topic entries carry their source (TOPIC_CONFIG for the topic's own overrides, else the
-broker key's source); broker entries are read-only unless dynamic. With
-``include_synonyms``, every setting behind a value in Kafka's precedence (the topic's own,
-the broker's run-time change, its static setting, its default; ``log.retention.hours``
-and the like included). Sensitive values are
-never sent (null, is_sensitive true). ``configuration_keys`` null means every key; an
-unknown key is simply absent, as in Kafka. A broker resource is named by this broker's id,
-or empty for the cluster default. A topic needs DESCRIBE_CONFIGS on it
+broker key's source: DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+STATIC_BROKER_CONFIG or DEFAULT_CONFIG); broker entries are read-only unless dynamic. With
+``include_synonyms`` (v1+), every setting behind a value in Kafka's precedence (the topic's
+own, this broker's run-time change, the cluster-wide default's, the static setting, the
+default; ``log.retention.hours`` and the like included). v0 (Kafka 3.9 serves it; 4.0
+removed it) has no sources nor synonyms, only ``is_default``: the value is the key's
+default (DEFAULT_CONFIG). Sensitive values are never sent (null, is_sensitive true).
+``configuration_keys`` null means every key; an unknown key is simply absent, as in Kafka.
+A broker resource is named by this broker's id (every key in force), or empty for the
+cluster-wide default (only the keys set at that level, as Kafka answers); any other name is
+INVALID_REQUEST, in Kafka's words. A topic needs DESCRIBE_CONFIGS on it
 (TOPIC_AUTHORIZATION_FAILED), the broker DESCRIBE_CONFIGS on the cluster
 (CLUSTER_AUTHORIZATION_FAILED).
 """
@@ -22,6 +26,7 @@ from ..protocol.schema import item_type
 from .authz import TOPIC as TOPIC_RESOURCE
 from .authz import Op, allowed, cluster_allowed
 from .context import RequestContext
+from .services import broker_name_problem
 
 _SPEC = spec_for(ApiKey.DescribeConfigs)
 assert _SPEC is not None
@@ -31,6 +36,7 @@ Entry: Any = item_type(Result, "configs")
 Synonym: Any = item_type(Entry, "synonyms")
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+DEFAULT_CONFIG = 5  # DescribeConfigsResponse.ConfigSource: v0 says only is_default
 
 # DescribeConfigsResponse.ConfigType
 _TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7, "password": 9}
@@ -60,11 +66,12 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             if not cluster_allowed(ctx, Op.DESCRIBE_CONFIGS):
                 result.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
                 continue
-            if res.resource_name not in ("", str(broker.broker_id)):
+            problem = broker_name_problem(res.resource_name, broker.broker_id)
+            if problem is not None:
                 result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = f"this is broker {broker.broker_id}, not {res.resource_name}"
+                result.error_message = problem
                 continue
-            entries = broker.broker_config_entries()
+            entries = broker.broker_config_entries(cluster_default=res.resource_name == "")
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"resource type {res.resource_type} is not supported"
@@ -75,6 +82,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 name=e.name,
                 value=e.text,
                 read_only=e.read_only,
+                is_default=e.source == DEFAULT_CONFIG,
                 config_source=int(e.source),
                 is_sensitive=e.is_sensitive,
                 synonyms=[

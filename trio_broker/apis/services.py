@@ -1,8 +1,10 @@
 """The narrow view of the broker that API handlers work through.
 
 Owns: the ``BrokerView`` protocol and the plain records it hands out (``BrokerEndpoint``,
-``TopicInfo``, ``PartitionInfo``). The server implements the protocol; handlers depend on
-nothing else of it, so they can be read (and tested) without the network or trio.
+``TopicInfo``, ``PartitionInfo``) and ``broker_name_problem`` (which broker resource names
+are this broker's config: its id, or ``""``, the cluster-wide default). The server
+implements the protocol; handlers depend on nothing else of it, so they can be read (and
+tested) without the network or trio.
 """
 
 from __future__ import annotations
@@ -85,6 +87,22 @@ class TopicError(Exception):
 
 class ConfigChangeError(TopicError):
     """A configuration change refused (INVALID_CONFIG, INVALID_REQUEST ...): nothing changed."""
+
+
+def broker_name_problem(name: str, broker_id: int, *, describe: bool = True) -> str | None:
+    """Why broker resource ``name`` is not this broker's (``None``: it is, or it is ``""``,
+    the cluster-wide default), in Kafka's words (DescribeConfigs' or, with ``describe``
+    false, AlterConfigs'); answered with INVALID_REQUEST."""
+    if name == "":
+        return None
+    try:
+        given = int(name)
+    except ValueError:
+        return f"Broker id must be an integer, but it is: {name}"
+    if given != broker_id:
+        expected = f"{broker_id} or empty string" if describe else str(broker_id)
+        return f"Unexpected broker id, expected {expected}, but received {name}"
+    return None
 
 
 @dataclass(slots=True)
@@ -179,7 +197,10 @@ class BrokerView(Protocol):
         self, name: str, overrides: Mapping[str, str | None] | None = None
     ) -> Mapping[str, ConfigEntryView]: ...
 
-    def broker_config_entries(self) -> Mapping[str, ConfigEntryView]: ...
+    def broker_config_entries(self, cluster_default: bool = False) -> Mapping[str, ConfigEntryView]:
+        """This broker's effective config; with ``cluster_default`` only the keys set at
+        the cluster-wide default level (broker resource ``""``)."""
+        ...
 
     def config_type_name(self, name: str, resource_type: int) -> str: ...
 

@@ -382,6 +382,7 @@ def _config_state(config: BrokerConfig) -> ConfigState:
         dynamic_keys=tuple(sorted(config.dynamic_keys)),
         dynamic_settings=dict(config.dynamic_settings),
         sources=config.origins(),
+        default_settings=dict(config.default_settings),
     )
 
 

@@ -417,25 +417,25 @@ class Broker:
         """Make ``new`` (``with_updates`` of the running config, so already validated) the
         running config: first stored in the data dir (so it survives a restart), then
         applied (see ``apply_config``)."""
-        await trio.to_thread.run_sync(self.dynamic_store.save, new.dynamic_raw)
+        await trio.to_thread.run_sync(self.dynamic_store.save, new.dynamic_raw, new.default_raw)
         self.apply_config(new, changed)
 
     async def _adopt_stored_dynamic_config(self) -> None:
         """The dynamic changes stored by an earlier run apply over the static config; the
         parts that need running pools (their sizes) apply once those run."""
         stored = await trio.to_thread.run_sync(self.dynamic_store.load)
-        if not stored:
+        if not any(stored):
             return
         try:
-            new = self.config.with_updates(stored)
+            new = self.config.with_dynamic(stored.broker, stored.cluster_default)
         except ConfigError as exc:
             raise ConfigError(
                 exc.key, exc.value, f"{exc.reason} (stored in {self.dynamic_store.path})"
             ) from None
         self.config = new
         self.replica_manager.config = new
-        self._stored_changes = stored
-        log.info("dynamic config from %s: %s", self.dynamic_store.path, new.dynamic_settings)
+        self._stored_changes = {**stored.cluster_default, **stored.broker}
+        log.info("dynamic config from %s: %r", self.dynamic_store.path, new)
 
     def apply_config(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
         """Make ``new`` (dynamic changes already validated) the running config: pools
@@ -509,8 +509,8 @@ class Broker:
             overrides = dict(info.configs) if info is not None else {}
         return effective_topic_config(self.config, overrides)
 
-    def broker_config_entries(self) -> dict[str, ConfigEntry]:
-        return self.config.describe()
+    def broker_config_entries(self, cluster_default: bool = False) -> dict[str, ConfigEntry]:
+        return self.config.describe(cluster_default=cluster_default)
 
     def config_type_name(self, name: str, resource_type: int) -> str:
         key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)

@@ -5,7 +5,9 @@ environment variables, then ``--override key=value`` entries; a later layer wins
 ``BrokerConfig``: the validated, immutable result, with typed access
 (``cfg["num.io.threads"]``), convenience views (``listeners``, ``log_dirs``,
 ``admin_endpoint``, ...), provenance (which layer set each key: ``origin``), masked display
-and ``with_updates`` for run-time changes of dynamic keys.
+and ``with_updates`` for run-time changes of dynamic keys, at two levels as Kafka's:
+this broker's own (``dynamic``) over the cluster-wide default's (``dynamic-default``,
+Kafka's broker resource ``""``), both over the static settings.
 
 Relative paths (``log.dirs``, ``dashboard.data.dir``) are kept as written: they are
 relative to the broker's working directory. No Trio, no sockets; the only I/O is reading
@@ -57,8 +59,9 @@ __all__ = [
 
 # --------------------------------------------------------------------------- BrokerConfig
 
-# Where a key's value came from, lowest precedence first (``dynamic``: a run-time change).
-ORIGINS = ("default", "file", "env", "override", "dynamic")
+# Where a key's value came from, lowest precedence first (``dynamic-default``: a run-time
+# change of the cluster-wide default, ``dynamic``: a run-time change of this broker).
+ORIGINS = ("default", "file", "env", "override", "dynamic-default", "dynamic")
 
 
 class BrokerConfig(Mapping[str, Any]):
@@ -70,13 +73,16 @@ class BrokerConfig(Mapping[str, Any]):
     ``Password``, or ``None`` when unset), with synonyms already resolved: e.g.
     ``cfg["log.retention.ms"]`` is the retention in ms whichever key set it.
     ``dynamic_settings`` are run-time changes (dynamic keys only) that sit on top of the
-    static settings; use ``with_updates`` to make them. ``origins`` says, per explicit
+    static settings; use ``with_updates`` to make them. ``default_settings`` are run-time
+    changes of the cluster-wide default (Kafka's broker resource ``""``): they sit between
+    the static settings and this broker's own changes. ``origins`` says, per explicit
     setting, which layer gave it (``file``, ``env`` or ``override``; ``file`` if not said).
     """
 
     __slots__ = (
         "_admin",
         "_advertised",
+        "_defaults",
         "_dynamic",
         "_listeners",
         "_originals",
@@ -91,6 +97,7 @@ class BrokerConfig(Mapping[str, Any]):
         settings: Mapping[str, str] | None = None,
         dynamic_settings: Mapping[str, str] | None = None,
         origins: Mapping[str, str] | None = None,
+        default_settings: Mapping[str, str] | None = None,
     ) -> None:
         originals = dict(settings or {})
         given = dict(origins or {})
@@ -98,11 +105,12 @@ class BrokerConfig(Mapping[str, Any]):
             if origin not in ORIGINS[1:4]:
                 raise ValueError(f"{name}: unknown origin {origin!r}")
         dynamic = dict(dynamic_settings or {})
-        for name, raw in dynamic.items():
+        defaults = dict(default_settings or {})
+        for name, raw in [*defaults.items(), *dynamic.items()]:
             key = known_key(name, raw)
             if not key.dynamic:
                 raise not_dynamic(key, raw)
-        merged = {**originals, **dynamic}
+        merged = {**originals, **defaults, **dynamic}
         values: dict[str, Any] = {}
         for name, key in BROKER_CONFIG_DEF.items():
             values[name] = key.default
@@ -112,6 +120,7 @@ class BrokerConfig(Mapping[str, Any]):
         self._originals = MappingProxyType(originals)
         self._origins = MappingProxyType({name: given.get(name, "file") for name in originals})
         self._dynamic = MappingProxyType(dynamic)
+        self._defaults = MappingProxyType(defaults)
         self._values = MappingProxyType(values)
         checked = cross_check(values)
         self._protocols, self._listeners, self._advertised, self._admin, self._security = checked
@@ -127,7 +136,10 @@ class BrokerConfig(Mapping[str, Any]):
         return len(self._values)
 
     def __repr__(self) -> str:
-        return f"BrokerConfig({dict(self.originals)!r}, dynamic={dict(self.dynamic_settings)!r})"
+        return (
+            f"BrokerConfig({dict(self.originals)!r}, dynamic={dict(self.dynamic_settings)!r}, "
+            f"defaults={dict(self.default_settings)!r})"
+        )
 
     # ---- provenance and display
     @property
@@ -144,6 +156,20 @@ class BrokerConfig(Mapping[str, Any]):
     def dynamic_raw(self) -> Mapping[str, str]:
         """Run-time changes as given, passwords included: for the dynamic config store."""
         return self._dynamic
+
+    @property
+    def default_settings(self) -> Mapping[str, str]:
+        """Run-time changes of the cluster-wide default, passwords masked."""
+        return masked(self._defaults)
+
+    @property
+    def default_raw(self) -> Mapping[str, str]:
+        """The cluster-wide default's run-time changes as given, passwords included."""
+        return self._defaults
+
+    def level_raw(self, *, cluster_default: bool) -> Mapping[str, str]:
+        """One level's run-time changes as given: the cluster default's or this broker's."""
+        return self._defaults if cluster_default else self._dynamic
 
     @property
     def dynamic_keys(self) -> frozenset[str]:
@@ -165,6 +191,8 @@ class BrokerConfig(Mapping[str, Any]):
         synonyms = BROKER_SYNONYMS.get(name, (name,))
         if any(s in self._dynamic for s in synonyms):
             return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if any(s in self._defaults for s in synonyms):
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
         if any(s in self._originals for s in synonyms):
             return ConfigSource.STATIC_BROKER_CONFIG
         return ConfigSource.DEFAULT_CONFIG
@@ -177,6 +205,8 @@ class BrokerConfig(Mapping[str, Any]):
         synonyms = BROKER_SYNONYMS.get(name, (name,))
         if any(s in self._dynamic for s in synonyms):
             return "dynamic"
+        if any(s in self._defaults for s in synonyms):
+            return "dynamic-default"
         for s in synonyms:
             if s in self._origins:
                 return self._origins[s]
@@ -186,8 +216,21 @@ class BrokerConfig(Mapping[str, Any]):
         """``origin`` of every key (and of each ``listener.name.<l>.<key>`` given)."""
         return {name: self.origin(name) for name in self._names()}
 
-    def describe(self) -> dict[str, ConfigEntry]:
-        """Every key as DescribeConfigs reports it for the broker resource."""
+    def describe(self, *, cluster_default: bool = False) -> dict[str, ConfigEntry]:
+        """Every key as DescribeConfigs reports it for this broker's resource; with
+        ``cluster_default``, only the keys the cluster-wide default sets (Kafka's resource
+        ``""``), with the values set there."""
+        if cluster_default:
+            return {
+                name: ConfigEntry(
+                    name=name,
+                    value=(key := known_key(name, raw)).parse(raw),
+                    source=ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                    is_sensitive=key.sensitive,
+                    read_only=not key.dynamic,
+                )
+                for name, raw in sorted(self._defaults.items())
+            }
         return {
             name: ConfigEntry(
                 name=name,
@@ -199,23 +242,35 @@ class BrokerConfig(Mapping[str, Any]):
             for name, key in BROKER_CONFIG_DEF.items()
         }
 
-    def with_updates(self, settings: Mapping[str, str | None]) -> BrokerConfig:
-        """A new config with run-time changes of dynamic keys (``None`` removes a change).
+    def with_updates(
+        self, settings: Mapping[str, str | None], *, cluster_default: bool = False
+    ) -> BrokerConfig:
+        """A new config with run-time changes of dynamic keys (``None`` removes a change):
+        this broker's own, or with ``cluster_default`` the cluster-wide default's.
 
         Raises ``ConfigError`` naming the key for an unknown key, a key that is not
         dynamic, a bad value, or a result whose keys do not agree.
         """
-        dynamic = dict(self._dynamic)
+        changes = dict(self.level_raw(cluster_default=cluster_default))
         for name, raw in settings.items():
             key = known_key(name, raw)
             if not key.dynamic:
                 raise not_dynamic(key, raw)
             if raw is None:
-                dynamic.pop(name, None)
+                changes.pop(name, None)
             else:
                 key.parse(raw)
-                dynamic[name] = raw
-        return BrokerConfig(self._originals, dynamic, self._origins)
+                changes[name] = raw
+        if cluster_default:
+            return BrokerConfig(self._originals, self._dynamic, self._origins, changes)
+        return BrokerConfig(self._originals, changes, self._origins, self._defaults)
+
+    def with_dynamic(
+        self, settings: Mapping[str, str], cluster_default: Mapping[str, str]
+    ) -> BrokerConfig:
+        """This config's static settings with both levels of run-time changes replaced
+        (as read from the dynamic config store); ``ConfigError`` as ``with_updates``."""
+        return BrokerConfig(self._originals, settings, self._origins, cluster_default)
 
     # ---- convenience views
     @property

@@ -1,13 +1,15 @@
 """AlterConfigs and IncrementalAlterConfigs, on the broker's side: one resource at a time.
 
 Owns: ``ConfigAdmin``, which turns a resource's requested changes into the one change path
-(``server.config_changes``): a broker resource (this broker's id, or ``""``, the
-cluster-wide default, which in a broker that keeps its own dynamic config is the same
-store) becomes ``Broker.update_config`` (stored in the data dir, in force at once, as
-``PUT /v1/config``); a topic becomes ``TopicAdmin.set_configs`` (stored in
-``topics.json``, its logs reconfigured at once). AlterConfigs replaces the resource's whole
-set of run-time settings, as Kafka's does; IncrementalAlterConfigs changes only the keys it
-names. Refusals are ``ConfigChangeError`` with Kafka's error code. Also ``synonyms``, for
+(``server.config_changes``): a broker resource becomes ``Broker.update_config`` (stored in
+the data dir, in force at once, as ``PUT /v1/config``) at one of Kafka's two levels: this
+broker's id names its own settings (DYNAMIC_BROKER_CONFIG), ``""`` the cluster-wide
+default's (DYNAMIC_DEFAULT_BROKER_CONFIG, below this broker's own); any other name is
+INVALID_REQUEST, as Kafka answers for a broker that is not the one asked. A topic becomes
+``TopicAdmin.set_configs`` (stored in ``topics.json``, its logs reconfigured at once).
+AlterConfigs replaces the resource's whole set of run-time settings (for a broker: that
+level's only), as Kafka's does; IncrementalAlterConfigs changes only the keys it names.
+Refusals are ``ConfigChangeError`` with Kafka's error code. Also ``synonyms``, for
 DescribeConfigs: every setting that could give a key its value, the one in force first.
 """
 
@@ -15,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from ..apis.services import ConfigChangeError, TopicError
+from ..apis.services import ConfigChangeError, TopicError, broker_name_problem
 from ..protocol.errors import ErrorCode
 from .config import BrokerConfig
 from .config_changes import ChangeRefused, Refusal, incremental, plan_broker_change
 from .config_keys import BROKER_CONFIG_DEF, BROKER_SYNONYMS
+from .config_names import listener_key
 from .configdef import ConfigSource, render
 from .topic_admin import TopicAdmin
 from .topic_config import TOPIC_BROKER_KEYS, TOPIC_CONFIG_DEF, effective_topic_config
@@ -47,11 +50,12 @@ class ConfigAdmin:
         self.update_config = update_config
         self.topics = topics
 
-    def _check_broker_name(self, name: str) -> None:
-        if name not in ("", str(self.broker_id)):
-            raise ConfigChangeError(
-                ErrorCode.INVALID_REQUEST, f"this is broker {self.broker_id}, not {name}"
-            )
+    def _broker_level(self, name: str) -> bool:
+        """Whether broker resource ``name`` is the cluster-wide default (else: this broker)."""
+        problem = broker_name_problem(name, self.broker_id, describe=False)
+        if problem is not None:
+            raise ConfigChangeError(ErrorCode.INVALID_REQUEST, problem)
+        return name == ""
 
     def _topic_overrides(self, name: str) -> Mapping[str, str]:
         info = self.topics.catalog.get(name)
@@ -59,9 +63,11 @@ class ConfigAdmin:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         return info.configs
 
-    async def _broker(self, settings: Mapping[str, str | None], validate_only: bool) -> None:
+    async def _broker(
+        self, settings: Mapping[str, str | None], validate_only: bool, cluster_default: bool
+    ) -> None:
         try:
-            new = plan_broker_change(self.config(), settings)
+            new = plan_broker_change(self.config(), settings, cluster_default=cluster_default)
         except ChangeRefused as exc:
             raise _error(exc) from None
         if not validate_only:
@@ -83,9 +89,10 @@ class ConfigAdmin:
     ) -> None:
         """AlterConfigs: ``configs`` become the resource's whole set of settings."""
         if resource_type == BROKER:
-            self._check_broker_name(name)
-            dropped = {k: None for k in self.config().dynamic_raw if k not in configs}
-            await self._broker({**dropped, **configs}, validate_only)
+            level = self._broker_level(name)
+            current = self.config().level_raw(cluster_default=level)
+            dropped = {k: None for k in current if k not in configs}
+            await self._broker({**dropped, **configs}, validate_only, level)
         elif resource_type == TOPIC:
             self._topic_overrides(name)
             clean = {k: v for k, v in configs.items() if v is not None}
@@ -101,13 +108,18 @@ class ConfigAdmin:
         """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on the named keys."""
         try:
             if resource_type == BROKER:
-                self._check_broker_name(name)
+                level = self._broker_level(name)
                 config = self.config()
-                effective = {n: e.text for n, e in config.describe().items()}
+                # APPEND and SUBTRACT start from the value below this level
+                below = config.with_dynamic({}, config.default_raw) if level else config
+                effective = {n: e.text for n, e in below.describe().items()}
                 changes = incremental(
-                    config.dynamic_raw, list(operations), topic=False, effective=effective
+                    config.level_raw(cluster_default=level),
+                    list(operations),
+                    topic=False,
+                    effective=effective,
                 )
-                await self._broker(changes, validate_only)
+                await self._broker(changes, validate_only, level)
             elif resource_type == TOPIC:
                 current = self._topic_overrides(name)
                 effective = {
@@ -129,8 +141,10 @@ class ConfigAdmin:
         self, name: str, resource_type: int, resource_name: str
     ) -> list[tuple[str, str | None, int]]:
         """(name, value, source) of each setting behind ``name``, in Kafka's precedence: the
-        topic's own, then the broker's run-time change, its static setting (each with the
-        broker key's own synonyms, e.g. ``log.retention.hours``), its default."""
+        topic's own, then this broker's run-time change, the cluster-wide default's, the
+        static setting (each with the broker key's own synonyms, e.g.
+        ``log.retention.hours``), the default. The cluster-wide default's resource (``""``)
+        leaves out this broker's own changes, as Kafka's does."""
         out: list[tuple[str, str | None, int]] = []
         if resource_type == TOPIC:
             info = self.topics.catalog.get(resource_name)
@@ -143,15 +157,19 @@ class ConfigAdmin:
             if broker_name is None:
                 return out
             name = broker_name
-        key = BROKER_CONFIG_DEF.get(name)
+        key = BROKER_CONFIG_DEF.get(name) or listener_key(name)
         if key is None:
             return out
         config = self.config()
         names = BROKER_SYNONYMS.get(name, (name,))
-        for settings, source in (
+        layers = [
             (config.dynamic_raw, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (config.default_raw, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
             (config.originals, ConfigSource.STATIC_BROKER_CONFIG),
-        ):
+        ]
+        if resource_type == BROKER and resource_name == "":
+            del layers[0]
+        for settings, source in layers:
             for n in names:
                 if n in settings:
                     out.append((n, None if key.sensitive else settings[n], int(source)))

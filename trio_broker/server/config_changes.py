@@ -3,11 +3,12 @@
 Owns: ``plan_broker_change`` (which dynamic broker keys may change, and the new config they
 make), ``plan_topic_change`` (a topic's new overrides, checked), ``incremental`` (Kafka's
 SET, DELETE, APPEND and SUBTRACT applied to current values) and ``ChangeRefused``, which
-names the key, the value and the kind of refusal. The admin API (``PUT /v1/config``, the
-pool resizes), AlterConfigs and IncrementalAlterConfigs all call these, then
-``Broker.update_config`` or ``TopicAdmin.set_configs``, so that a change means the same
-whichever door it came in by, and is stored in the data dir the same way.
-Pure functions; no I/O.
+names the key, the value and the kind of refusal. A broker change is made at one of Kafka's
+two levels: this broker's own, or the cluster-wide default's. The admin API (``PUT /v1/config``,
+the pool resizes), AlterConfigs and IncrementalAlterConfigs all call these,
+then ``Broker.update_config`` or ``TopicAdmin.set_configs``, so that a change means the
+same whichever door it came in by, and is stored in the data dir the same way. Pure
+functions; no I/O.
 """
 
 from __future__ import annotations
@@ -42,9 +43,13 @@ class ChangeRefused(ValueError):
         self.value = value
 
 
-def plan_broker_change(current: BrokerConfig, settings: Mapping[str, str | None]) -> BrokerConfig:
-    """The config ``settings`` make of ``current`` (a ``None`` value removes the run-time
-    change, so the static value counts again). Only dynamic keys may change."""
+def plan_broker_change(
+    current: BrokerConfig, settings: Mapping[str, str | None], *, cluster_default: bool = False
+) -> BrokerConfig:
+    """The config ``settings`` make of ``current`` at one level: this broker's own run-time
+    changes, or with ``cluster_default`` the cluster-wide default's (Kafka's broker
+    resource ``""``). A ``None`` value removes the level's change, so the level below
+    counts again. Only dynamic keys may change."""
     for key, value in settings.items():
         try:
             definition = known_key(key, value)
@@ -59,7 +64,7 @@ def plan_broker_change(current: BrokerConfig, settings: Mapping[str, str | None]
                 key=key,
             )
     try:
-        return current.with_updates(settings)
+        return current.with_updates(settings, cluster_default=cluster_default)
     except ConfigError as exc:
         raise ChangeRefused(Refusal.INVALID, str(exc), key=exc.key, value=exc.value) from None
 

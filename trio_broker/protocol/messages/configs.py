@@ -6,7 +6,7 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class DescribeConfigsRequest(Request, api_key=32, versions="1-4", flexible="4+"):
+class DescribeConfigsRequest(Request, api_key=32, versions="0-4", flexible="4+"):
     class Resource(Struct):
         resource_type: int = field("int8")
         resource_name: str = field("string")
@@ -17,7 +17,7 @@ class DescribeConfigsRequest(Request, api_key=32, versions="1-4", flexible="4+")
     include_documentation: bool = field("bool", "3+")
 
 
-class DescribeConfigsResponse(Response, api_key=32, versions="1-4", flexible="4+"):
+class DescribeConfigsResponse(Response, api_key=32, versions="0-4", flexible="4+"):
     class Result(Struct):
         class ResourceResult(Struct):
             class Synonym(Struct):
@@ -28,6 +28,7 @@ class DescribeConfigsResponse(Response, api_key=32, versions="1-4", flexible="4+
             name: str = field("string")
             value: str | None = field("string", nullable="0+")
             read_only: bool = field("bool")
+            is_default: bool = field("bool", "0")
             config_source: int = field("int8", "1+", default=-1, ignorable=True)
             is_sensitive: bool = field("bool")
             synonyms: list[Synonym] = field(array(Synonym), "1+", ignorable=True)

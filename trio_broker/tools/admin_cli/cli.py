@@ -151,7 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cset.add_argument("settings", nargs="+", metavar="KEY=VALUE")
     cdel = command(
-        "delete", commands.config_delete, "revert run-time changes to the start-up value", csub
+        "delete",
+        commands.config_delete,
+        "revert this broker's run-time changes (to the cluster-wide default, else the "
+        "start-up value)",
+        csub,
     )
     cdel.add_argument("keys", nargs="+", metavar="KEY")
     for p in (cset, cdel):

@@ -267,7 +267,7 @@ def config_get(client: AdminClient, args: argparse.Namespace) -> Output:
         raise AdminError(f"unknown config key {unknown[0]!r}")
     keys = args.keys or sorted(effective)
     dynamic = set(state["dynamic_keys"])
-    overridden = state["dynamic_settings"]
+    overridden = {**state.get("default_settings", {}), **state["dynamic_settings"]}
     rows = [
         [
             k,
