@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -171,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout-per-test", type=float, default=300.0)
     p.add_argument("--out", type=Path, default=Path("librdkafka-report.md"))
     args = p.parse_args(argv)
+    # A run stopped with SIGTERM stops its broker too (the with block below ends).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     src = args.src.resolve()
     if not (src / "tests" / "test.c").exists():
         p.error(f"{src} is not a librdkafka source tree (no tests/test.c)")
