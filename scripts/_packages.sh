@@ -1,10 +1,14 @@
 # Shared by scripts/test and scripts/image-test: `ensure_packages CMD=PACKAGE ...` installs
-# each Debian PACKAGE whose command CMD is missing, with apt-get as root or through sudo;
+# each Debian PACKAGE whose command CMD is missing (CMD may be a file's absolute path, for
+# a package that puts no command on the PATH), with apt-get as root or through sudo;
 # without either it stops with one line naming what to install.
 ensure_packages() {
     local missing=() pair
     for pair in "$@"; do
-        command -v "${pair%%=*}" >/dev/null 2>&1 || missing+=("${pair#*=}")
+        case "${pair%%=*}" in
+            /*) [ -e "${pair%%=*}" ] || missing+=("${pair#*=}") ;;
+            *) command -v "${pair%%=*}" >/dev/null 2>&1 || missing+=("${pair#*=}") ;;
+        esac
     done
     [ "${#missing[@]}" -eq 0 ] && return 0
     local sudo=()

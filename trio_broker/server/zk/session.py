@@ -1,0 +1,185 @@
+"""A ZooKeeper session on kazoo that never blocks the broker's event loop.
+
+Owns: ``ZkSession``: it opens the session (``zookeeper.connect``, optional chroot
+included, ``zookeeper.session.timeout.ms``, ``zookeeper.connection.timeout.ms``), runs
+every ZooKeeper call on a worker thread (kazoo's calls block on the network), and turns
+what kazoo reports on its own threads into Trio on the broker's loop:
+
+- the session's state (``CONNECTED``, ``SUSPENDED``: the connection is down but the session
+  may come back, ``LOST``: it expired, and every ephemeral node it held is gone), and
+  ``state_changed``, which wakes whoever waits for the next change;
+- watches: ``wait_for_change(path)`` returns once the node is created, changed or deleted
+  (or the session's state changes, when the watch may have been lost with it).
+
+kazoo is the maintained Python client made for this (session handling, reconnection,
+chroot); this module only bridges its threads to Trio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+log = logging.getLogger("trio_broker.zookeeper")
+
+T = TypeVar("T")
+
+
+class ZkState(enum.Enum):
+    CONNECTED = "connected"
+    SUSPENDED = "suspended"
+    LOST = "lost"
+    CLOSED = "closed"
+
+
+class ZkSession:
+    def __init__(
+        self, connect: str, *, session_timeout_ms: int, connection_timeout_ms: int
+    ) -> None:
+        self.connect = connect
+        self.connection_timeout_s = connection_timeout_ms / 1000
+        self._client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        self.state = ZkState.CLOSED
+        self.sessions = 0  # sessions established so far (a new one after LOST)
+        self._changed = trio.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+
+    # ---------------------------------------------------------------- life cycle
+
+    async def start(self) -> None:
+        """Open the session; ``ConnectionError`` naming the servers when none answers."""
+        self._token = trio.lowlevel.current_trio_token()
+        self._client.add_listener(self._on_state)
+        try:
+            await trio.to_thread.run_sync(self._client.start, self.connection_timeout_s)
+        except Exception as exc:  # kazoo's timeout, or a bad connect string
+            await trio.to_thread.run_sync(self._client.close)
+            raise ConnectionError(
+                f"zookeeper.connect={self.connect}: no ZooKeeper session within "
+                f"{self.connection_timeout_s:g} s ({exc.__class__.__name__}: {exc})"
+            ) from None
+        self._set(ZkState.CONNECTED)
+
+    async def close(self) -> None:
+        """End the session (its ephemeral nodes go at once) and the client's threads."""
+        if self.state is ZkState.CLOSED:
+            return
+        await trio.to_thread.run_sync(self._client.stop)
+        await trio.to_thread.run_sync(self._client.close)
+        self._set(ZkState.CLOSED)
+
+    def _on_state(self, state: str) -> None:
+        """kazoo's listener (its thread): hand the state to the loop."""
+        mapped = {
+            KazooState.CONNECTED: ZkState.CONNECTED,
+            KazooState.SUSPENDED: ZkState.SUSPENDED,
+            KazooState.LOST: ZkState.LOST,
+        }[state]
+        self._to_loop(self._set, mapped)
+
+    def _set(self, state: ZkState) -> None:
+        if state is ZkState.CONNECTED and self.state is not ZkState.CONNECTED:
+            self.sessions += 1 if self.state in (ZkState.LOST, ZkState.CLOSED) else 0
+        if state is not self.state:
+            log.info("ZooKeeper session %s", state.value)
+        self.state = state
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _to_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the broker's loop, from one of kazoo's threads."""
+        if self._token is None:
+            return
+        with contextlib.suppress(trio.RunFinishedError):  # the broker has stopped
+            trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+
+    async def state_changed(self) -> ZkState:
+        """Wait for the next change of the session's state; the new state."""
+        await self._changed.wait()
+        return self.state
+
+    # ------------------------------------------------------------------ calls
+
+    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+    async def create(
+        self, path: str, data: bytes, *, ephemeral: bool = False, makepath: bool = False
+    ) -> bool:
+        """Create ``path``; False if it exists already."""
+        try:
+            await self._call(
+                self._client.create, path, data, ephemeral=ephemeral, makepath=makepath
+            )
+        except NodeExistsError:
+            return False
+        return True
+
+    async def ensure_path(self, path: str) -> None:
+        await self._call(self._client.ensure_path, path)
+
+    async def get(self, path: str) -> tuple[bytes, int] | None:
+        """The node's data and version, or None when there is no such node."""
+        try:
+            data, stat = await self._call(self._client.get, path)
+        except NoNodeError:
+            return None
+        return bytes(data), int(stat.version)
+
+    async def set(self, path: str, data: bytes, version: int) -> int:
+        """Replace the data if the node is at ``version`` (``BadVersionError`` if not);
+        the new version."""
+        stat = await self._call(self._client.set, path, data, version)
+        return int(stat.version)
+
+    async def delete(self, path: str, version: int = -1) -> bool:
+        """Delete the node (at ``version``, if given); False if there was none."""
+        try:
+            await self._call(self._client.delete, path, version)
+        except NoNodeError:
+            return False
+        return True
+
+    @property
+    def session_id(self) -> int | None:
+        client_id = self._client.client_id
+        return int(client_id[0]) if client_id else None
+
+    async def owner(self, path: str) -> int | None:
+        """The session id owning the ephemeral node at ``path`` (None: none, or not
+        ephemeral)."""
+        stat = await self._call(self._client.exists, path)
+        return int(stat.ephemeralOwner) if stat is not None and stat.ephemeralOwner else None
+
+    async def children(self, path: str) -> list[str]:
+        try:
+            return list(await self._call(self._client.get_children, path))
+        except NoNodeError:
+            return []
+
+    async def wait_for_change(self, path: str) -> None:
+        """Return once ``path`` is created, changed or deleted after this call began, or
+        the session's state changes (a watch does not survive a lost session)."""
+        fired = trio.Event()
+        session = self._changed
+
+        def watch(_event: Any) -> None:  # kazoo's thread
+            self._to_loop(fired.set)
+
+        await self._call(self._client.exists, path, watch=watch)
+        async with trio.open_nursery() as nursery:
+
+            async def on_state() -> None:
+                await session.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(on_state)
+            await fired.wait()
+            nursery.cancel_scope.cancel()
