@@ -15,6 +15,7 @@ The broker's side, shared with the admin API's ``PUT /v1/config``, is
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..protocol.api import ApiKey, spec_for
@@ -59,7 +60,13 @@ def _duplicates(resources: list[Any]) -> set[tuple[int, str]]:
     return {k for k, n in counts.items() if n > 1}
 
 
-async def handle_alter(ctx: RequestContext, req: Any) -> Any:
+async def _answer(
+    ctx: RequestContext,
+    req: Any,
+    result: Any,
+    alter: Callable[[Any], Awaitable[None]],
+) -> list[Any]:
+    """Each resource's result: refused up front, or ``alter(resource)``'s outcome."""
     dup = _duplicates(req.resources)
     results = []
     for res in req.resources:
@@ -70,50 +77,41 @@ async def handle_alter(ctx: RequestContext, req: Any) -> Any:
             code, message = refused
         else:
             try:
-                await ctx.broker.replace_configs(
-                    res.resource_type,
-                    res.resource_name,
-                    {c.name: c.value for c in res.configs},
-                    validate_only=req.validate_only,
-                )
+                await alter(res)
             except TopicError as exc:  # ConfigChangeError too
                 code, message = exc.error_code, exc.message
         results.append(
-            AlterResult(
+            result(
                 error_code=code,
                 error_message=message,
                 resource_type=res.resource_type,
                 resource_name=res.resource_name,
             )
         )
+    return results
+
+
+async def handle_alter(ctx: RequestContext, req: Any) -> Any:
+    async def replace(res: Any) -> None:
+        await ctx.broker.replace_configs(
+            res.resource_type,
+            res.resource_name,
+            {c.name: c.value for c in res.configs},
+            validate_only=req.validate_only,
+        )
+
+    results = await _answer(ctx, req, AlterResult, replace)
     return AlterConfigsResponse(throttle_time_ms=ctx.throttle_time_ms, responses=results)
 
 
 async def handle_incremental(ctx: RequestContext, req: Any) -> Any:
-    dup = _duplicates(req.resources)
-    results = []
-    for res in req.resources:
-        code: int = ErrorCode.NONE
-        message: str | None = None
-        refused = _refusal(ctx, res, (res.resource_type, res.resource_name) in dup)
-        if refused is not None:
-            code, message = refused
-        else:
-            try:
-                await ctx.broker.alter_configs_incrementally(
-                    res.resource_type,
-                    res.resource_name,
-                    [(c.name, c.config_operation, c.value) for c in res.configs],
-                    validate_only=req.validate_only,
-                )
-            except TopicError as exc:
-                code, message = exc.error_code, exc.message
-        results.append(
-            IncrementalResult(
-                error_code=code,
-                error_message=message,
-                resource_type=res.resource_type,
-                resource_name=res.resource_name,
-            )
+    async def alter(res: Any) -> None:
+        await ctx.broker.alter_configs_incrementally(
+            res.resource_type,
+            res.resource_name,
+            [(c.name, c.config_operation, c.value) for c in res.configs],
+            validate_only=req.validate_only,
         )
+
+    results = await _answer(ctx, req, IncrementalResult, alter)
     return IncrementalResponse(throttle_time_ms=ctx.throttle_time_ms, responses=results)
