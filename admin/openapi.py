@@ -54,6 +54,24 @@ def _object(properties: dict[str, Any], *, extra: Any = False) -> dict[str, Any]
     }
 
 
+_DEFAULT_SETTINGS: dict[str, Any] = {
+    "type": "object",
+    "description": "the cluster-wide default's run-time changes (Kafka's broker resource "
+    '""; not changed by PUT /v1/config); this broker\'s own (dynamic_settings) win over them',
+    "additionalProperties": {"type": "string"},
+}
+_SOURCES: dict[str, Any] = {
+    "type": "object",
+    "description": "where each key's value comes from: default, file, env (a TRIO_BROKER_* "
+    "variable), override (--override), dynamic-default (a run-time change of the "
+    "cluster-wide default: Kafka's AlterConfigs or IncrementalAlterConfigs on broker "
+    'resource "", kafka-configs --entity-default) or dynamic (a run-time change of this '
+    'broker: PUT /v1/config, or the Kafka APIs on resource "<broker.id>"); precedence '
+    "default < file < env < override < dynamic-default < dynamic",
+    "additionalProperties": {"type": "string", "enum": list(CONFIG_ORIGINS)},
+}
+
+
 def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str, Any]:
     quota_value: dict[str, Any] = {
         "producer_byte_rate": {"type": "integer", "minimum": 1, "maximum": _LONG_MAX},
@@ -221,24 +239,8 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
                     "changes: Kafka's per-broker level, DYNAMIC_BROKER_CONFIG)",
                     "additionalProperties": {"type": "string"},
                 },
-                "default_settings": {
-                    "type": "object",
-                    "description": "the cluster-wide default's run-time changes (Kafka's "
-                    'broker resource ""; not changed by PUT /v1/config); this broker\'s own '
-                    "(dynamic_settings) win over them",
-                    "additionalProperties": {"type": "string"},
-                },
-                "sources": {
-                    "type": "object",
-                    "description": "where each key's value comes from: default, file, env "
-                    "(a TRIO_BROKER_* variable), override (--override), dynamic-default (a "
-                    "run-time change of the cluster-wide default: Kafka's AlterConfigs or "
-                    'IncrementalAlterConfigs on broker resource "", kafka-configs '
-                    "--entity-default) or dynamic (a run-time change of this broker: PUT "
-                    '/v1/config, or the Kafka APIs on resource "<broker.id>"); precedence '
-                    "default < file < env < override < dynamic-default < dynamic",
-                    "additionalProperties": {"type": "string", "enum": list(CONFIG_ORIGINS)},
-                },
+                "default_settings": _DEFAULT_SETTINGS,
+                "sources": _SOURCES,
             }
         ),
         "ConfigUpdate": {
@@ -274,24 +276,8 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
                     "type": "object",
                     "additionalProperties": {"type": "string"},
                 },
-                "default_settings": {
-                    "type": "object",
-                    "description": "the cluster-wide default's run-time changes (Kafka's "
-                    'broker resource ""; not changed by PUT /v1/config); this broker\'s own '
-                    "(dynamic_settings) win over them",
-                    "additionalProperties": {"type": "string"},
-                },
-                "sources": {
-                    "type": "object",
-                    "description": "where each key's value comes from: default, file, env "
-                    "(a TRIO_BROKER_* variable), override (--override), dynamic-default (a "
-                    "run-time change of the cluster-wide default: Kafka's AlterConfigs or "
-                    'IncrementalAlterConfigs on broker resource "", kafka-configs '
-                    "--entity-default) or dynamic (a run-time change of this broker: PUT "
-                    '/v1/config, or the Kafka APIs on resource "<broker.id>"); precedence '
-                    "default < file < env < override < dynamic-default < dynamic",
-                    "additionalProperties": {"type": "string", "enum": list(CONFIG_ORIGINS)},
-                },
+                "default_settings": _DEFAULT_SETTINGS,
+                "sources": _SOURCES,
             }
         ),
     }

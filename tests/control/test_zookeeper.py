@@ -56,7 +56,10 @@ def registration(broker_id: int, port: int) -> layout.Registration:
 class Broker:
     """One coordinator with events for what it is told."""
 
-    def __init__(self, session: ZkSession, broker_id: int) -> None:
+    def __init__(
+        self, session: ZkSession, broker_id: int, anyone: trio.Event | None = None
+    ) -> None:
+        self.anyone = anyone if anyone is not None else trio.Event()  # any one elected
         self.elected = trio.Event()
         self.resigned = trio.Event()
         self.epochs: list[int] = []
@@ -71,6 +74,7 @@ class Broker:
     async def _on_controller(self, epoch: int) -> None:
         self.epochs.append(epoch)
         self.elected.set()
+        self.anyone.set()
 
     async def _on_resign(self, epoch: int) -> None:
         self.resigned.set()
@@ -93,13 +97,13 @@ async def test_one_controller_and_a_new_one_with_a_higher_epoch_when_it_goes(
     connect: str,
 ) -> None:
     sessions = [await open_session(connect) for _ in range(2)]
-    brokers = [Broker(s, i) for i, s in enumerate(sessions)]
+    anyone = trio.Event()
+    brokers = [Broker(s, i, anyone) for i, s in enumerate(sessions)]
     async with trio.open_nursery() as nursery:
         for b in brokers:
             await nursery.start(lambda b=b, **kw: b.coordinator.run(register_timeout_s=10, **kw))
         with trio.fail_after(20):
-            while not any(b.elected.is_set() for b in brokers):
-                await trio.sleep(0.05)
+            await anyone.wait()
         (winner,) = [b for b in brokers if b.elected.is_set()]
         (other,) = [b for b in brokers if b is not winner]
         assert winner.epochs == [1] and winner.coordinator.is_controller
