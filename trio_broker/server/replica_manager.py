@@ -70,6 +70,11 @@ def log_config_for(config: BrokerConfig, overrides: Mapping[str, str | None]) ->
         message_timestamp_type=e["message.timestamp.type"],
         compression_type=e["compression.type"],
         compression_level=_level(e),
+        cleanup_policy=tuple(e["cleanup.policy"]),
+        min_cleanable_dirty_ratio=float(e["min.cleanable.dirty.ratio"]),
+        min_compaction_lag_ms=e["min.compaction.lag.ms"],
+        max_compaction_lag_ms=e["max.compaction.lag.ms"],
+        delete_retention_ms=e["delete.retention.ms"],
     )
 
 
