@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -21,7 +22,7 @@ from confluent_kafka.admin import (
 
 from ..support.brokers import BrokerThread
 
-SETTINGS = {"log.cleaner.backoff.ms": "20"}
+SETTINGS = {"log.cleaner.backoff.ms": "20", "admin.listeners": "http://127.0.0.1:0"}
 # Every batch in a segment of its own: many sealed segments to clean.
 TOPIC_CONFIG = {
     "cleanup.policy": "compact",
@@ -119,6 +120,12 @@ def test_compacted_topic_keeps_the_last_value_per_key_across_segments_and_restar
         figures = cleaner(b, "state")
         assert figures["bytes_cleaned"] > 0 and figures["last_run_ms"] is not None
         assert 0.0 <= figures["dirty_ratio"] <= 1.0
+        # The admin API shows the same figures.
+        served = httpx.get(f"{b.admin_url}/v1/log-cleaner", timeout=10).json()
+        assert served["enabled"] is True and served["threads"] == 1
+        assert served["partitions"]["state-0"]["passes"] >= figures["passes"]
+        prometheus = httpx.get(f"{b.admin_url}/metrics", timeout=10).text
+        assert 'kafka_log_cleaner_partition_dirty_ratio{partition="0",topic="state"}' in prometheus
 
         # __consumer_offsets is compacted too.
         offsets_res = ConfigResource(ConfigResource.Type.TOPIC, "__consumer_offsets")

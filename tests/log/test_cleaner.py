@@ -309,3 +309,30 @@ def test_a_segment_deleted_by_retention_meanwhile_is_not_swapped_in(tmp_path) ->
     assert not log.replace_segment(seg, 0)
     assert _files(path) == set()
     log.close()
+
+
+def test_a_stopped_pass_changes_nothing_and_keeps_the_checkpoint(tmp_path) -> None:
+    log = compacted_log(tmp_path / "t-0")
+    put(log, [(b"a", b"1")])
+    log.roll(1_000)
+    put(log, [(b"a", b"2")])
+    log.roll(1_000)
+    before = contents(log)
+    assert clean(log, 2_000, SLOTS, should_stop=lambda: True) is None
+    assert contents(log) == before and read_first_dirty(log.directory) is None
+    assert _files(log.directory) == set()
+    log.close()
+
+
+def test_a_full_offset_map_cleans_what_it_mapped_and_the_next_pass_goes_on(tmp_path) -> None:
+    log = compacted_log(tmp_path / "t-0")
+    for key in (b"a", b"b", b"a", b"b"):
+        put(log, [(key, b"v")])
+        log.roll(1_000)
+    first = clean(log, 2_000, 1)  # one key fits: the map stops after the first batch
+    assert first is not None and first.end_offset == 1
+    assert [o for o, _, _ in contents(log)] == [0, 1, 2, 3]
+    while clean(log, 2_000, 1) is not None:
+        pass
+    assert [(o, k) for o, k, _ in contents(log)] == [(2, b"a"), (3, b"b")]
+    log.close()

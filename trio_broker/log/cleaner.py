@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from trio_broker.records.retain import delete_horizon, empty_batch, retained_bat
 from trio_broker.records.stamping import StampedRecords
 
 from .files import atomic_write
-from .log_view import reference
+from .log_view import SegmentGone, reference
 from .offset_map import OffsetMap
 from .partition_log import PartitionLog
 from .scan import BatchScanner, pread_exact
@@ -257,15 +257,28 @@ def _append(out: LogSegment, parts: list[bytes], headers: list[BatchHeader]) -> 
 
 
 def clean(
-    log: PartitionLog, now_ms: int, map_slots: int, *, force: bool = False
+    log: PartitionLog,
+    now_ms: int,
+    map_slots: int,
+    *,
+    force: bool = False,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> CleanResult | None:
     """One cleaning pass if the log has a dirty section (or, with ``force``, a clean one:
-    the pass that removes tombstones past their horizon); None if there is nothing."""
+    the pass that removes tombstones past their horizon); None if there is nothing.
+
+    ``should_stop`` is asked before each segment: a pass stopped (shutdown) or overtaken
+    by retention or deletion (a segment gone meanwhile) returns None without moving the
+    checkpoint; the segments it swapped in already are sound, the next pass redoes it.
+    """
     began = time.perf_counter()
     state = dirty_state(log, now_ms)
     if state.dirty_bytes == 0 and not (force and state.clean_bytes):
         return None
-    omap, end, read = _build_map(log, state, map_slots)
+    try:
+        omap, end, read = _build_map(log, state, map_slots)
+    except SegmentGone:
+        return None
     producers = log.last_producer_offsets()
     cleaner = _SegmentCleaner(log, omap, producers, now_ms)
     view = log.view
@@ -273,8 +286,13 @@ def clean(
     for seg in view.segments[:-1]:
         if seg.base_offset >= end:
             break
+        if should_stop():
+            return None
         try:
             seg_read, seg_written = cleaner.write(seg)
+        except SegmentGone:
+            discard_cleaned(log.directory, seg.base_offset)
+            return None
         except BaseException:
             discard_cleaned(log.directory, seg.base_offset)
             raise

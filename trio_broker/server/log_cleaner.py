@@ -18,6 +18,7 @@ API. It must not decide what a pass keeps: ``log.cleaner`` does.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -88,6 +89,10 @@ class LogCleaner:
         self.partitions: dict[TopicPartition, PartitionCleaning] = {}
         self._busy: set[TopicPartition] = set()
         self._wake = trio.Event()
+        self._stopping = threading.Event()
+        # Logs a pass failed on (a bug or corrupt data): left alone until restart, as
+        # Kafka marks them uncleanable.
+        self.uncleanable: set[TopicPartition] = set()
         self.passes = 0
         self.failures = 0
         self.bytes_cleaned = 0
@@ -109,18 +114,21 @@ class LogCleaner:
         task_status.started()
         try:
             async with trio.open_nursery() as nursery:
-                while True:
-                    config = self._config()
-                    if config["log.cleaner.enable"] and len(self._busy) < self.pool.size:
-                        survey = await self.pool.run(self._survey)
-                        for key, plog, force in self._due(survey):
-                            if len(self._busy) >= self.pool.size:
-                                break
-                            self._busy.add(key)
-                            nursery.start_soon(self._clean, key, plog, force)
-                    with trio.move_on_after(config["log.cleaner.backoff.ms"] / 1000):
-                        await self._wake.wait()
-                    self._wake = trio.Event()
+                try:
+                    while True:
+                        config = self._config()
+                        if config["log.cleaner.enable"] and len(self._busy) < self.pool.size:
+                            survey = await self.pool.run(self._survey)
+                            for key, plog, force in self._due(survey):
+                                if len(self._busy) >= self.pool.size:
+                                    break
+                                self._busy.add(key)
+                                nursery.start_soon(self._clean, key, plog, force)
+                        with trio.move_on_after(config["log.cleaner.backoff.ms"] / 1000):
+                            await self._wake.wait()
+                        self._wake = trio.Event()
+                finally:
+                    self._stopping.set()  # passes under way stop at their next segment
         finally:
             self.pool.close()
 
@@ -131,7 +139,7 @@ class LogCleaner:
         now = self._clock()
         out: _Survey = []
         for key, plog in self._logs():
-            if plog.closed or plog.offline or not plog.config.compact:
+            if plog.closed or plog.offline or not plog.config.compact or key in self.uncleanable:
                 continue
             try:
                 out.append((key, plog, dirty_state(plog, now)))
@@ -165,11 +173,19 @@ class LogCleaner:
     async def _clean(self, key: TopicPartition, plog: PartitionLog, force: bool) -> None:
         config = self._config()
         slots = slots_for(config["log.cleaner.dedupe.buffer.size"] // self.pool.size)
+        stop = self._stopping.is_set
         try:
-            result = await self.pool.run(lambda: clean(plog, self._clock(), slots, force=force))
+            result = await self.pool.run(
+                lambda: clean(plog, self._clock(), slots, force=force, should_stop=stop)
+            )
         except (LogError, OSError) as exc:
             self.failures += 1
             log.error("%s-%d: cleaning failed: %s", *key, exc)
+            result = None
+        except Exception:
+            self.failures += 1
+            self.uncleanable.add(key)
+            log.exception("%s-%d: cleaning failed; not cleaned again until restart", *key)
             result = None
         finally:
             self._busy.discard(key)
@@ -211,6 +227,7 @@ class LogCleaner:
             "cleaning": len(self._busy),
             "passes": self.passes,
             "failures": self.failures,
+            "uncleanable": len(self.uncleanable),
             "bytes_cleaned": self.bytes_cleaned,
             "last_run_ms": self.last_run_ms,
             "last_duration_ms": self.last_duration_ms,

@@ -184,6 +184,7 @@ class BrokerMetrics:
             "cleaning": 0,
             "passes": 0,
             "failures": 0,
+            "uncleanable": 0,
             "bytes_cleaned": 0,
             "last_run_ms": None,
             "last_duration_ms": None,
