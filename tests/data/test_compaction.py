@@ -176,5 +176,12 @@ def test_a_cleanup_policy_changed_at_run_time_takes_effect(tmp_path: Path) -> No
             "the first record to be compacted away",
             lambda: consume_all(b.bootstrap, "later") == [(1, b"a", b"2"), (2, b"b", b"1")],
         )
+
+        # The cleaner's threads change at run time too (PUT /v1/config, as AlterConfigs).
+        r = httpx.put(
+            f"{b.admin_url}/v1/config", json={"settings": {"log.cleaner.threads": "2"}}, timeout=10
+        )
+        assert r.status_code == 200, r.text
+        assert httpx.get(f"{b.admin_url}/v1/log-cleaner", timeout=10).json()["threads"] == 2
     finally:
         b.stop()

@@ -336,3 +336,13 @@ def test_a_full_offset_map_cleans_what_it_mapped_and_the_next_pass_goes_on(tmp_p
         pass
     assert [(o, k) for o, k, _ in contents(log)] == [(2, b"a"), (3, b"b")]
     log.close()
+
+
+def test_without_a_min_lag_future_timestamps_do_not_block_cleaning(tmp_path) -> None:
+    log = compacted_log(tmp_path / "t-0")
+    put(log, [(b"a", b"1")], ts=10**13)  # a producer clock far ahead
+    put(log, [(b"a", b"2")], ts=10**13)
+    log.roll(10**13)
+    clean(log, 2_000, SLOTS)
+    assert contents(log) == [(1, b"a", b"2")]
+    log.close()

@@ -114,7 +114,8 @@ def dirty_state(log: PartitionLog, now_ms: int) -> DirtyState:
         if end <= first_dirty:
             clean += seg.size
             continue
-        if now_ms - seg.largest_timestamp < config.min_compaction_lag_ms:
+        lag = config.min_compaction_lag_ms
+        if lag > 0 and now_ms - seg.largest_timestamp < lag:
             first_uncleanable = max(first_dirty, seg.base_offset)
             break
         if earliest_dirty_ts is None:
