@@ -19,6 +19,8 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
 )
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KTopicPartition
 
 from ..support.brokers import BrokerThread
 
@@ -117,6 +119,13 @@ def test_compacted_topic_keeps_the_last_value_per_key_across_segments_and_restar
             lambda: consume_all(b.bootstrap, "state") in (with_tombstones, without),
         )
         wait_for("tombstones removed", lambda: consume_all(b.bootstrap, "state") == without)
+        # kafka-python reads the compacted log (offset gaps, emptied segments) too.
+        k = KafkaConsumer(bootstrap_servers=b.bootstrap, consumer_timeout_ms=10_000)
+        k.assign([KTopicPartition("state", 0)])
+        k.seek_to_beginning()
+        got = [(m.offset, m.key, m.value) for _, m in zip(range(len(without)), k, strict=False)]
+        k.close()
+        assert got == without
         figures = cleaner(b, "state")
         assert figures["bytes_cleaned"] > 0 and figures["last_run_ms"] is not None
         assert 0.0 <= figures["dirty_ratio"] <= 1.0
@@ -183,5 +192,44 @@ def test_a_cleanup_policy_changed_at_run_time_takes_effect(tmp_path: Path) -> No
         )
         assert r.status_code == 200, r.text
         assert httpx.get(f"{b.admin_url}/v1/log-cleaner", timeout=10).json()["threads"] == 2
+    finally:
+        b.stop()
+
+
+def test_consumer_offsets_are_compacted_and_replayed_after_a_restart(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    settings = {**SETTINGS, "offsets.topic.num.partitions": "1"}
+    b = BrokerThread(data, settings).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("src", 1, 1)])["src"].result(10)
+        res = ConfigResource(ConfigResource.Type.TOPIC, "__consumer_offsets")
+        for key in ("segment.bytes", "min.cleanable.dirty.ratio"):
+            res.add_incremental_config(
+                ConfigEntry(key, TOPIC_CONFIG[key], incremental_operation=AlterConfigOpType.SET)
+            )
+        admin.incremental_alter_configs([res])[res].result(10)
+        c = Consumer(
+            {"bootstrap.servers": b.bootstrap, "group.id": "g", "enable.auto.commit": False}
+        )
+        for offset in range(1, 21):  # each commit a batch, each batch a segment
+            c.commit(offsets=[TopicPartition("src", 0, offset)], asynchronous=False)
+        c.close()
+        figures = wait_for(
+            "__consumer_offsets to be cleaned",
+            lambda: (f := cleaner(b, "__consumer_offsets")).get("records_removed", 0) >= 18 and f,
+        )
+        assert figures["passes"] >= 1
+    finally:
+        b.stop()
+
+    b = BrokerThread(data, settings).start()
+    try:
+        c = Consumer(
+            {"bootstrap.servers": b.bootstrap, "group.id": "g", "enable.auto.commit": False}
+        )
+        [committed] = c.committed([TopicPartition("src", 0)], timeout=10)
+        c.close()
+        assert committed.offset == 20
     finally:
         b.stop()
