@@ -233,3 +233,40 @@ def test_consumer_offsets_are_compacted_and_replayed_after_a_restart(tmp_path: P
         assert committed.offset == 20
     finally:
         b.stop()
+
+
+def test_tombstones_with_a_horizon_and_empty_producer_batches_reach_clients(
+    tmp_path: Path,
+) -> None:
+    b = BrokerThread(tmp_path / "data", SETTINGS).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        config = {**TOPIC_CONFIG, "delete.retention.ms": "3600000"}
+        admin.create_topics([NewTopic("mixed", 1, 1, config=config)])["mixed"].result(10)
+        idempotent = Producer(
+            {"bootstrap.servers": b.bootstrap, "linger.ms": 0, "enable.idempotence": True}
+        )
+        acks: list[Any] = []
+        idempotent.produce(
+            "mixed", b"from-idempotent", b"a", on_delivery=lambda e, m: acks.append(e)
+        )
+        idempotent.flush(10)
+        produce(b.bootstrap, "mixed", [(b"a", b"plain"), (b"gone", b"x"), (b"gone", None)])
+        produce(b.bootstrap, "mixed", [(b"z", b"active")])
+        expected = [(1, b"a", b"plain"), (3, b"gone", None), (4, b"z", b"active")]
+        wait_for("a cleaning pass", lambda: consume_all(b.bootstrap, "mixed") == expected)
+
+        # The idempotent producer's emptied batch keeps its sequence: it goes on.
+        idempotent.produce("mixed", b"again", b"a", on_delivery=lambda e, m: acks.append(e))
+        idempotent.flush(10)
+        assert acks == [None, None]
+        k = KafkaConsumer(bootstrap_servers=b.bootstrap, consumer_timeout_ms=10_000)
+        k.assign([KTopicPartition("mixed", 0)])
+        k.seek_to_beginning()
+        got = [(m.offset, m.key, m.value, m.timestamp) for _, m in zip(range(4), k, strict=False)]
+        k.close()
+        assert [g[:3] for g in got] == [*expected, (5, b"a", b"again")]
+        # The tombstone's batch carries its delete horizon; its record keeps its timestamp.
+        assert abs(got[1][3] - time.time() * 1000) < 60_000
+    finally:
+        b.stop()
