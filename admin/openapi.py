@@ -211,6 +211,13 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
             "description": "The broker's metrics snapshot (schema trio-broker.metrics/1).",
             "additionalProperties": True,
         },
+        "LogCleaner": {
+            "type": "object",
+            "description": "The log_cleaner section of the metrics snapshot "
+            "(docs/metrics.schema.json).",
+            "required": ["enabled", "threads", "passes", "bytes_cleaned", "partitions"],
+            "additionalProperties": True,
+        },
         "Dashboard": _object(
             {
                 "data_dir": {"type": "string", "description": "dashboard.data.dir"},
@@ -441,6 +448,14 @@ def openapi_document(
                 "The metrics snapshot as JSON.",
                 {"200": _json(_ref("Metrics"), "the snapshot")},
                 operationId="getMetrics",
+            )
+        },
+        "/v1/log-cleaner": {
+            "get": op(
+                "The log cleaner: threads, passes, bytes cleaned, last run, and per "
+                "compacted partition its dirty ratio (the metrics' log_cleaner section).",
+                {"200": _json(_ref("LogCleaner"), "the cleaner's figures")},
+                operationId="getLogCleaner",
             )
         },
         "/metrics": {

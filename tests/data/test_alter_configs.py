@@ -125,11 +125,17 @@ def test_list_keys_take_append_and_subtract_and_others_refuse_them(node: BrokerT
         "delete",
         TOPIC_CONFIG,
     )
-    # The result is checked like any value (no compaction yet) ...
-    compact = op("cleanup.policy", AlterConfigOpType.APPEND, "compact")
-    assert error_name(admin, topic("l"), [compact]) == "INVALID_CONFIG"
+    # The result is checked like any value ...
+    shred = op("cleanup.policy", AlterConfigOpType.APPEND, "shred")
+    assert error_name(admin, topic("l"), [shred]) == "INVALID_CONFIG"
+    alter(admin, topic("l"), [op("cleanup.policy", AlterConfigOpType.APPEND, "compact")])
+    assert described(admin, topic("l"))["cleanup.policy"].value == "delete,compact"
     # ... and an empty list is no setting of the topic's own: the broker's counts again.
-    alter(admin, topic("l"), [op("cleanup.policy", AlterConfigOpType.SUBTRACT, "delete")])
+    alter(
+        admin,
+        topic("l"),
+        [op("cleanup.policy", AlterConfigOpType.SUBTRACT, "delete,compact")],
+    )
     assert described(admin, topic("l"))["cleanup.policy"].source != TOPIC_CONFIG
     assert error_name(admin, topic("l"), [op("retention.ms", AlterConfigOpType.APPEND, "1")]) == (
         "INVALID_CONFIG"

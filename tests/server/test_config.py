@@ -169,13 +169,14 @@ BAD_VALUES = [
     ),
     (
         "log.cleanup.policy",
+        "delete,shred",
+        "log.cleanup.policy=delete,shred: expected a non-empty comma-separated list of delete, "
         "compact",
-        "log.cleanup.policy=compact: compact is not supported (log compaction is not implemented)",
     ),
     (
-        "log.cleanup.policy",
-        "delete,shred",
-        "log.cleanup.policy=delete,shred: expected a non-empty comma-separated list of delete",
+        "log.cleaner.min.cleanable.ratio",
+        "1.5",
+        "log.cleaner.min.cleanable.ratio=1.5: expected a number between 0 and 1",
     ),
     (
         "compression.type",
@@ -877,7 +878,7 @@ def test_with_updates_refuses_a_static_key() -> None:
         ({"num.io.threads": "zero"}, "num.io.threads=zero: expected an integer between 1 and 256"),
         ({"num.io.threadz": "1"}, "num.io.threadz=1: unknown configuration key"),
         ({"max.connections.per.ip": "0"}, "max.connections.per.ip=0: 0 refuses every address"),
-        ({"log.cleanup.policy": "compact"}, "log.cleanup.policy=compact: compact is not supported"),
+        ({"log.cleaner.threads": "0"}, "log.cleaner.threads=0: expected an integer between 1"),
     ],
 )
 def test_with_updates_validates(updates: dict[str, str], message: str) -> None:
@@ -902,6 +903,9 @@ def test_dynamic_settings_must_be_dynamic_keys() -> None:
 
 REQUIRED_TOPIC_KEYS = {
     "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
     "message.format.version": "log.message.format.version",
     "compression.gzip.level": "compression.gzip.level",
     "compression.lz4.level": "compression.lz4.level",
@@ -958,12 +962,12 @@ TOPIC_ERRORS = [
     ({"max.message.bytes": "-5"}, "max.message.bytes=-5: expected an integer >= 0"),
     ({"min.insync.replicas": "0"}, "min.insync.replicas=0: expected an integer >= 1"),
     (
-        {"cleanup.policy": "compact"},
-        "cleanup.policy=compact: compact is not supported (log compaction is not implemented)",
+        {"cleanup.policy": "shred"},
+        "cleanup.policy=shred: expected a non-empty comma-separated list of delete, compact",
     ),
     (
-        {"cleanup.policy": "delete,compact"},
-        "cleanup.policy=delete,compact: compact is not supported",
+        {"min.cleanable.dirty.ratio": "-0.1"},
+        "min.cleanable.dirty.ratio=-0.1: expected a number between 0 and 1",
     ),
     (
         {"compression.zstd.level": "99"},
@@ -1022,8 +1026,15 @@ def test_effective_topic_config_sources() -> None:
 
 
 def test_effective_topic_config_rejects_bad_overrides() -> None:
-    with pytest.raises(ConfigError, match=r"^cleanup\.policy=compact"):
-        effective_topic_config(BrokerConfig(), {"cleanup.policy": "compact"})
+    with pytest.raises(ConfigError, match=r"^cleanup\.policy=shred"):
+        effective_topic_config(BrokerConfig(), {"cleanup.policy": "shred"})
+
+
+@pytest.mark.parametrize("policy", ["compact", "compact,delete", "delete,compact"])
+def test_compact_policies_are_accepted(policy: str) -> None:
+    typed = validate_topic_configs({"cleanup.policy": policy, "min.compaction.lag.ms": "5"})
+    assert set(typed["cleanup.policy"]) == set(policy.split(","))
+    assert BrokerConfig().with_updates({"log.cleanup.policy": policy})["log.cleanup.policy"]
 
 
 # ----------------------------------------------------------------------- shipped file

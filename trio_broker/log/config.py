@@ -1,7 +1,7 @@
 """Per-partition log settings, named after Kafka's topic configs.
 
 Owns: ``LogConfig``, an immutable value the log reads on every decision (roll, index,
-flush, retention, timestamps). It must not parse broker property files or hold topic
+flush, retention, timestamps, compaction). It must not parse broker property files or hold topic
 metadata: the server builds configs and hands them over.
 """
 
@@ -33,6 +33,25 @@ class LogConfig:
     # "gzip", "snappy", "lz4", "zstd") is what stored batches are recompressed into.
     compression_type: str = "producer"
     compression_level: int | None = None  # compression.<codec>.level (None: the default)
+    cleanup_policy: tuple[str, ...] = ("delete",)  # cleanup.policy: delete and/or compact
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+    max_compaction_lag_ms: int = 2**63 - 1  # max.compaction.lag.ms
+    delete_retention_ms: int = DAY_MS  # delete.retention.ms (tombstones' grace)
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def roll_ms(self) -> int:
+        """Kafka's ``maxSegmentMs``: a compacted log also rolls by ``max.compaction.lag.ms``,
+        so a dirty active segment becomes cleanable in time."""
+        return min(self.segment_ms, self.max_compaction_lag_ms) if self.compact else self.segment_ms
 
     def __post_init__(self) -> None:
         if self.segment_bytes < HEADER_SIZE:
@@ -49,3 +68,9 @@ class LogConfig:
             raise ValueError("flush_interval_ms must not be negative")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise ValueError(f"unknown message_timestamp_type {self.message_timestamp_type!r}")
+        if not set(self.cleanup_policy) <= {"delete", "compact"}:
+            raise ValueError(f"unknown cleanup_policy {self.cleanup_policy!r}")
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise ValueError("min_cleanable_dirty_ratio must be within [0, 1]")
+        if self.min_compaction_lag_ms < 0 or self.max_compaction_lag_ms < 1:
+            raise ValueError("compaction lags must be positive")

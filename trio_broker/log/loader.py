@@ -1,7 +1,8 @@
 """Loading a partition folder at start-up, with or without recovery.
 
 Owns: turning the files of ``<topic>-<partition>/`` into an ordered list of segments and
-the log's start offset and recovery point. Leftover temporary files are removed. After a
+the log's start offset and recovery point. A cleaning pass a crash interrupted is first
+finished or undone (``swap.complete_swaps``); leftover temporary files are removed. After a
 clean shutdown the files are trusted: index files are sanity-checked (rebuilt from the log
 when missing or insane), a rolled segment's state comes from its indexes and only the tail
 of the active segment is walked. Otherwise every segment
@@ -22,10 +23,11 @@ from .checkpoint import read_checkpoint
 from .config import LogConfig
 from .files import TMP_SUFFIX
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from .swap import complete_swaps
 
 logger = logging.getLogger(__name__)
 
-_LEFTOVER_SUFFIXES = (TMP_SUFFIX, ".deleted", ".cleaned", ".swap")
+_LEFTOVER_SUFFIXES = (TMP_SUFFIX, ".deleted")
 
 
 @dataclass(slots=True)
@@ -39,6 +41,7 @@ class LoadStats:
     bytes_truncated: int = 0
     indexes_rebuilt: int = 0
     segments_deleted: int = 0
+    swaps_completed: int = 0
 
 
 @dataclass(slots=True)
@@ -83,11 +86,12 @@ def _scan_folder(directory: Path) -> list[int]:
 
 def load_segments(directory: Path, config: LogConfig, *, recover: bool, now_ms: int) -> LoadedLog:
     directory.mkdir(parents=True, exist_ok=True)
+    stats = LoadStats(recovery=recover)
+    stats.swaps_completed = complete_swaps(directory)
     bases = _scan_folder(directory)
     checkpoint = read_checkpoint(directory)
     recovery_point = checkpoint.recovery_point if checkpoint else 0
     log_start = checkpoint.log_start_offset if checkpoint else 0
-    stats = LoadStats(recovery=recover)
     segments: list[LogSegment] = []
     rebuilt: set[int] = set()
     try:

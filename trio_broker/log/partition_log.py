@@ -1,8 +1,8 @@
 """The log of one partition: ordered segments in ``<topic>-<partition>/``.
 
 Owns: offset assignment and appends (serialized by a lock, rolled by size, time and index
-capacity, fsynced every ``flush.messages``), the log start offset (DeleteRecords,
-retention), the recovery point and its checkpoint, closing and deleting; and the reads,
+capacity, fsynced every ``flush.messages``), the log start offset (DeleteRecords, retention),
+recovery point, checkpoint, closing, deleting, swapping in cleaned segments; and the reads,
 lock-free, on the immutable ``LogView`` it publishes after each change (the reading itself
 is ``log_view``'s: whole committed batches as ``FileRegion``s, timestamp lookups). A reader
 sees only batches fully written (and fsynced, when the flush policy asks) before the view
@@ -20,13 +20,12 @@ import shutil
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.primitives import FileRegion
-from trio_broker.records.header import BatchHeader
 from trio_broker.records.stamping import assign_offsets
 from trio_broker.records.validation import ValidatedRecords
 
@@ -44,8 +43,9 @@ from .log_view import (
 )
 from .producer_state import BatchMeta, ProducerStateError, ProducerStateManager
 from .results import AppendInfo, ReadInfo
-from .scan import BatchScanner
-from .segment import LogSegment, SegmentDamaged
+from .retention import segments_to_delete
+from .segment import LogSegment, SegmentDamaged, headers_from
+from .swap import commit_cleaned, discard_cleaned, install_swap
 
 logger = logging.getLogger(__name__)
 
@@ -122,25 +122,8 @@ class PartitionLog:
         start = self._producers.load_latest(log_end)
         if start is None:
             start = self._log_start
-        self._producers.replay(self._headers_from(start), now_ms)
+        self._producers.replay(headers_from(self._segments, start), now_ms)
         self._producers.truncate_head(self._log_start)
-
-    def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
-        """Batch headers of every batch ending at or after ``offset`` (headers only)."""
-        for seg in self._segments:
-            if seg.next_offset <= offset or seg.size == 0:
-                continue
-            scanner = BatchScanner(
-                seg.fd,
-                start=0,
-                end=seg.size,
-                segment_base_offset=seg.base_offset,
-                min_offset=0,
-                verify_crc=False,
-            )
-            for _, header in scanner:
-                if header.last_offset >= offset:
-                    yield header
 
     # -- state -------------------------------------------------------------------------
 
@@ -198,6 +181,11 @@ class PartitionLog:
     @property
     def segment_base_offsets(self) -> tuple[int, ...]:
         return self._view.bases
+
+    @property
+    def view(self) -> LogView:
+        """The latest published picture of the log (the cleaner reads sealed segments)."""
+        return self._view
 
     @property
     def closed(self) -> bool:
@@ -336,7 +324,7 @@ class PartitionLog:
         with self._lock:
             self._check_usable()
             active = self._segments[-1]
-            if active.size and now_ms - active.roll_basis_ms > self._config.segment_ms:
+            if active.size and now_ms - active.roll_basis_ms > self._config.roll_ms:
                 return self._roll_locked(now_ms)
             return False
 
@@ -501,30 +489,13 @@ class PartitionLog:
             return self._log_start
 
     def apply_retention(self, now_ms: int) -> int:
-        """Delete old segments by ``retention.ms`` and ``retention.bytes`` (never the active
-        one); the log start offset moves. Returns how many segments were deleted."""
+        """Delete old segments by ``retention.ms`` and ``retention.bytes`` when the policy
+        has ``delete``, and those below the log start offset (never the active one); the
+        log start offset moves. Returns how many segments were deleted."""
         with self._lock:
             if self._closed or self._offline is not None:
                 return 0
-            segments, config = self._segments, self._config
-            last = len(segments) - 1
-            by_time = 0
-            if config.retention_ms >= 0:
-                while (
-                    by_time < last
-                    and now_ms - segments[by_time].largest_timestamp > config.retention_ms
-                ):
-                    by_time += 1
-            by_size = 0
-            if config.retention_bytes >= 0:
-                excess = sum(s.size for s in segments) - config.retention_bytes
-                while by_size < last and excess - segments[by_size].size >= 0:
-                    excess -= segments[by_size].size
-                    by_size += 1
-            by_start = 0
-            while by_start < last and segments[by_start + 1].base_offset <= self._log_start:
-                by_start += 1
-            count = max(by_time, by_size, by_start)
+            count = segments_to_delete(self._segments, self._config, now_ms, self._log_start)
             if count:
                 self._remove_oldest_locked(count)
             return count
@@ -546,6 +517,35 @@ class PartitionLog:
         """Forget producers idle for ``producer.id.expiration.ms``."""
         with self._lock:
             return self._producers.remove_expired(now_ms, expiration_ms)
+
+    def last_producer_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its last batch (the cleaner keeps that batch)."""
+        with self._lock:
+            return {pid: e.last_offset for pid, e in self._producers.producers.items()}
+
+    def replace_segment(self, old: LogSegment, now_ms: int) -> bool:
+        """Swap the cleaned copy of the sealed segment ``old`` (its ``.cleaned`` files,
+        written and fsynced) into place. False, and the copy discarded, if ``old`` is no
+        longer a sealed segment of this log (retention deleted it meanwhile)."""
+        with self._lock:
+            try:
+                if self._closed or self._offline or old not in self._segments[:-1]:
+                    discard_cleaned(self.directory, old.base_offset)
+                    return False
+                commit_cleaned(self.directory, old.base_offset)
+                install_swap(self.directory, old.base_offset)
+                i = self._segments.index(old)
+                new, sane = LogSegment.open_existing(
+                    self.directory, old.base_offset, self._config, now_ms
+                )
+                if not (sane and new.load_sealed(self._segments[i + 1].base_offset)):
+                    new.rebuild(verify_crc=False, min_offset=new.base_offset)
+            except OSError as exc:
+                raise self._storage_error("segment swap", SegmentDamaged(str(exc))) from exc
+            self._segments[i] = new
+            self._segments_changed()
+            old.close()  # its files were replaced; readers' handles keep the old data
+            return True
 
     @property
     def producer_count(self) -> int:

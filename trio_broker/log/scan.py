@@ -82,7 +82,13 @@ class BatchScanner:
             return f"batch at {position} of {size} bytes is torn (file ends at {self._end})"
         if header.magic != CURRENT_MAGIC:
             return f"batch at {position} has magic {header.magic}"
-        if header.records_count != header.last_offset_delta + 1 or header.records_count <= 0:
+        # The cleaner keeps a batch's offset range while removing records from it (even
+        # all of them: an empty batch keeps a producer's last sequence), so fewer records
+        # than offsets is sound; more is not.
+        if (
+            header.last_offset_delta < 0
+            or not 0 <= header.records_count <= header.last_offset_delta + 1
+        ):
             return f"batch at {position} has an inconsistent record count"
         if header.base_offset < self._min_offset:
             return f"batch at {position} has offset {header.base_offset} < {self._min_offset}"

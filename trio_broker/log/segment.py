@@ -12,7 +12,7 @@ flush or delete: the partition log does, holding its lock.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,12 +105,14 @@ class LogSegment:
     # -- files ---------------------------------------------------------------------------
 
     @staticmethod
-    def paths(directory: Path, base_offset: int) -> tuple[Path, Path, Path]:
+    def paths(directory: Path, base_offset: int, suffix: str = "") -> tuple[Path, Path, Path]:
+        """The log, offset index and time index files; ``suffix`` (the cleaner's
+        ``.cleaned`` or ``.swap``) follows each name."""
         name = segment_name(base_offset)
         return (
-            directory / (name + LOG_SUFFIX),
-            directory / (name + INDEX_SUFFIX),
-            directory / (name + TIME_INDEX_SUFFIX),
+            directory / (name + LOG_SUFFIX + suffix),
+            directory / (name + INDEX_SUFFIX + suffix),
+            directory / (name + TIME_INDEX_SUFFIX + suffix),
         )
 
     @property
@@ -131,9 +133,9 @@ class LogSegment:
 
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, suffix: str = ""
     ) -> LogSegment:
-        log_path, index_path, time_path = cls.paths(directory, base_offset)
+        log_path, index_path, time_path = cls.paths(directory, base_offset, suffix)
         flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(log_path, flags, 0o644)
         try:
@@ -318,7 +320,7 @@ class LogSegment:
             return False
         return (
             self.size > config.segment_bytes - batch_bytes
-            or now_ms - self.roll_basis_ms > config.segment_ms
+            or now_ms - self.roll_basis_ms > config.roll_ms
             or self.offset_index.is_full
             or self.time_index.is_full
             or not self.offset_index.can_hold(last_offset)
@@ -459,3 +461,21 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
+
+
+def headers_from(segments: Iterable[LogSegment], offset: int) -> Iterator[BatchHeader]:
+    """Batch headers of every batch ending at or after ``offset`` (headers only)."""
+    for seg in segments:
+        if seg.next_offset <= offset or seg.size == 0:
+            continue
+        scanner = BatchScanner(
+            seg.fd,
+            start=0,
+            end=seg.size,
+            segment_base_offset=seg.base_offset,
+            min_offset=0,
+            verify_crc=False,
+        )
+        for _, header in scanner:
+            if header.last_offset >= offset:
+                yield header

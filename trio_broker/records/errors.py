@@ -13,10 +13,17 @@ from trio_broker.protocol.errors import ErrorCode
 class RecordsError(Exception):
     """Record data that cannot be accepted; ``error_code`` is what the client is told."""
 
-    def __init__(self, error_code: ErrorCode, message: str) -> None:
+    def __init__(
+        self,
+        error_code: ErrorCode,
+        message: str,
+        record_errors: list[tuple[int, str | None]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+        # (index of the record in its batch, why): Produce's per-record errors (KIP-467).
+        self.record_errors = record_errors or []
 
     def __repr__(self) -> str:
         return f"RecordsError({self.error_code.name}, {self.message!r})"

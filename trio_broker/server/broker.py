@@ -211,6 +211,7 @@ class Broker:
         self.replica_manager = ReplicaManager(
             config, self.io_pool, self.fetch_purgatory, self.cluster, self.metrics
         )
+        self.metrics.set_log_cleaner(self.replica_manager.cleaner.figures)
         # Parked JoinGroup / SyncGroup requests wait here for the group coordinator.
         self.purgatories["rebalance"] = Purgatory("rebalance")
         self.group_coordinator = GroupCoordinator(
@@ -442,6 +443,8 @@ class Broker:
         resize, connection limits apply at once, topics take new log.* defaults."""
         self.config = new
         self.replica_manager.config = new
+        if "log.cleaner.threads" in changed:
+            self.replica_manager.cleaner.resize(new["log.cleaner.threads"])
         if "num.io.threads" in changed:
             io = new["num.io.threads"]
             self.data_pool.resize(HANDLERS_PER_IO_THREAD * io)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from .config_keys_cleaner import CLEANER_KEYS
 from .config_keys_security import SECURITY_KEYS
 from .config_syntax import (
     BOOL,
@@ -366,7 +367,8 @@ _KEYS = [
         "log.cleanup.policy",
         LIST,
         ("delete",),
-        "What happens to old segments (topic: cleanup.policy); only delete.",
+        "What happens to old segments (topic: cleanup.policy): delete (retention), compact "
+        "(the log cleaner keeps the latest record per key) or both.",
         CLEANUP_POLICIES,
         dynamic=True,
     ),
@@ -386,14 +388,7 @@ _KEYS = [
         POSITIVE,
         dynamic=True,
     ),
-    define(
-        "log.cleaner.delete.retention.ms",
-        LONG,
-        86400000,
-        "How long tombstones stay in compacted topics (stored; compaction is not yet run).",
-        NON_NEGATIVE,
-        dynamic=True,
-    ),
+    *CLEANER_KEYS,
     define(
         "log.message.format.version",
         STR,

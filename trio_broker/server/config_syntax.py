@@ -182,6 +182,7 @@ def cluster_id(value: Any) -> str | None:
 # --------------------------------------------------------------------------- the table
 
 INT, LONG, BOOL = ConfigType.INT, ConfigType.LONG, ConfigType.BOOLEAN
+DOUBLE = ConfigType.DOUBLE
 STR, LIST, PASSWORD = ConfigType.STRING, ConfigType.LIST, ConfigType.PASSWORD
 
 POSITIVE = Range(1)
@@ -193,11 +194,8 @@ OS_DEFAULT_OR_POSITIVE = Range(1, allow=(-1,))
 
 LISTENERS = Check(f"a comma-separated list of {LISTENER_SYNTAX}", each(parse_listener))
 TIMESTAMP_TYPES = OneOf(("CreateTime", "LogAppendTime"))
-CLEANUP_POLICIES = ListOf(
-    ("delete",),
-    unsupported=(("compact", "compact is not supported (log compaction is not implemented)"),),
-    non_empty=True,
-)
+CLEANUP_POLICIES = ListOf(("delete", "compact"), non_empty=True)
+RATIO = Range(0, 1)
 COMPRESSION = OneOf(("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
 # KIP-390's levels, in each codec's own range; -1 for gzip is zlib's default (6).
 GZIP_LEVEL = Range(1, 9, allow=(-1,))

@@ -63,10 +63,13 @@ _RETIRE = None  # a retiring thread's ticket: the thread that takes it ends
 
 
 class IoPool:
-    def __init__(self, size: int, clock: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(
+        self, size: int, clock: Callable[[], int] = time.monotonic_ns, name: str = "io"
+    ) -> None:
         if size < 1:
             raise ValueError(f"an io pool needs at least one thread, not {size}")
         self._clock = clock
+        self._name = name
         self._size = size
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._threads = 0  # threads started and not retired (started on the first job)
@@ -99,7 +102,9 @@ class IoPool:
     def _fit_threads(self) -> None:
         while self._threads < self._size:
             self._next_id += 1
-            threading.Thread(target=self._work, name=f"io-{self._next_id}", daemon=True).start()
+            threading.Thread(
+                target=self._work, name=f"{self._name}-{self._next_id}", daemon=True
+            ).start()
             self._threads += 1
         while self._threads > self._size:
             self._jobs.put(_RETIRE)

@@ -4,10 +4,11 @@ ReplicaManager, for one broker with one replica per partition).
 Owns: ``ReplicaManager``: opening the log manager at start-up (recovering what a crash
 left), creating and deleting partition logs with their topic's configuration, appending
 validated record batches, reading batches as file regions, offsets by time, DeleteRecords,
-and the periodic flush and retention. Appends that may wait for the disk (an fsync by the
-flush policy, a segment roll, or a large batch) run in worker threads bounded by the io
-limiter (``num.io.threads``); small ones that only write to the page cache run inline, as
-do reads (index lookups and a few ``pread`` calls on the page cache). After each append
+and the periodic flush, retention and compaction (``LogCleaner``). Appends that may wait
+for the disk (an fsync by the flush policy, a segment roll, or a large batch) run in worker
+threads bounded by the io limiter (``num.io.threads``); small ones that only write to the
+page cache run inline, as do reads (index lookups and a few ``pread`` calls on the page
+cache). After each append
 the fetch purgatory is told, so parked fetches complete as soon as their bytes exist.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import trio
@@ -31,11 +32,13 @@ from ..log.results import AppendInfo, ReadInfo
 from ..log.storage_hook import before_storage_operation
 from ..protocol.errors import ErrorCode
 from ..records.errors import RecordsError
+from ..records.keys import check_keys
 from ..records.recompress import recompress
 from ..records.validation import validate_batches
 from .cluster_state import ClusterState
 from .config import BrokerConfig
 from .io_pool import IoPool
+from .log_cleaner import LogCleaner
 from .purgatory import Purgatory
 from .topic_config import effective_topic_config
 
@@ -73,6 +76,11 @@ def log_config_for(config: BrokerConfig, overrides: Mapping[str, str | None]) ->
         message_timestamp_type=e["message.timestamp.type"],
         compression_type=e["compression.type"],
         compression_level=_level(e),
+        cleanup_policy=tuple(e["cleanup.policy"]),
+        min_cleanable_dirty_ratio=float(e["min.cleanable.dirty.ratio"]),
+        min_compaction_lag_ms=e["min.compaction.lag.ms"],
+        max_compaction_lag_ms=e["max.compaction.lag.ms"],
+        delete_retention_ms=e["delete.retention.ms"],
     )
 
 
@@ -108,6 +116,11 @@ class ReplicaManager:
         # Partitions whose last append failed on the disk: a full disk is logged once when
         # it starts failing and once when appends work again, not once per produce.
         self.storage_failing: set[tuple[str, int]] = set()
+        # Compaction of the logs whose cleanup.policy has compact (its own threads).
+        self.cleaner = LogCleaner(lambda: self.config, self._all_logs)
+
+    def _all_logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
+        return self.logs.logs() if self.logs is not None else iter(())
 
     @property
     def config(self) -> BrokerConfig:
@@ -179,6 +192,8 @@ class ReplicaManager:
             plog = self.logs.get(topic.name, p.index)
             if plog is not None:
                 plog.reconfigure(config)
+        if self.trio_token is not None:  # a cleanup.policy may have changed: look now
+            self.trio_token.run_sync_soon(self.cleaner.wake)
 
     def partition(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get(topic, partition) if self.logs is not None else None
@@ -236,7 +251,9 @@ class ReplicaManager:
         if isinstance(outcome, LogStorageError):
             self._storage_failed(topic, partition, outcome)
             return self._failed(topic, ErrorCode.KAFKA_STORAGE_ERROR, str(outcome))
-        if isinstance(outcome, (RecordsError, ProducerStateError)):
+        if isinstance(outcome, RecordsError):
+            return self._failed(topic, outcome.error_code, str(outcome), outcome.record_errors)
+        if isinstance(outcome, ProducerStateError):
             return self._failed(topic, outcome.error_code, str(outcome))
         if isinstance(outcome, LogError):  # the log was closed or deleted meanwhile
             return self._failed(topic, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(outcome))
@@ -304,10 +321,18 @@ class ReplicaManager:
         self.fetch_purgatory.check((topic, partition))
         return WriteResult(error_code=ErrorCode.NONE, base_offset=outcome.first_offset)
 
-    def _failed(self, topic: str, code: int, message: str) -> WriteResult:
+    def _failed(
+        self,
+        topic: str,
+        code: int,
+        message: str,
+        record_errors: list[tuple[int, str | None]] | None = None,
+    ) -> WriteResult:
         if self.metrics is not None:
             self.metrics.record_produce_failure(topic)
-        return WriteResult(error_code=code, error_message=message)
+        return WriteResult(
+            error_code=code, error_message=message, record_errors=record_errors or []
+        )
 
     async def read_many(
         self, items: Sequence[ReadItem], max_bytes: int, *, committed_only: bool
@@ -455,11 +480,13 @@ class ReplicaManager:
     async def run_maintenance(
         self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Flush by time and apply retention, on Kafka's schedules, until cancelled."""
+        """Flush by time, apply retention and clean compacted logs, on Kafka's schedules,
+        until cancelled."""
         flush_every = self.config["log.flush.scheduler.interval.ms"]
         retention_every = self.config["log.retention.check.interval.ms"]
         task_status.started()
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.cleaner.run)
             if flush_every < _NO_FLUSH_MS:
                 nursery.start_soon(self._every, flush_every, self._flush_dirty)
             nursery.start_soon(self._every, retention_every, self._retention)
@@ -516,6 +543,8 @@ def _append(
                 validated = validate_batches(
                     memoryview(changed), max_batch_bytes=config.max_message_bytes
                 )
+        if config.compact:
+            check_keys(validated, plog.directory.name)
         return plog.append(validated, leader_epoch=epoch, now_ms=now_ms())
     except (RecordsError, ProducerStateError, LogError) as exc:
         return exc

@@ -47,7 +47,27 @@ _TOPIC_KEYS: tuple[tuple[str, str, str], ...] = (
         "log.message.timestamp.type",
         "Record timestamps: CreateTime (the producer's) or LogAppendTime (the broker's).",
     ),
-    ("cleanup.policy", "log.cleanup.policy", "What happens to old segments; only delete."),
+    (
+        "cleanup.policy",
+        "log.cleanup.policy",
+        "What happens to old segments: delete (retention), compact (the log cleaner keeps "
+        "the latest record per key) or both.",
+    ),
+    (
+        "min.cleanable.dirty.ratio",
+        "log.cleaner.min.cleanable.ratio",
+        "Dirty share of the cleanable bytes that makes the log due for cleaning.",
+    ),
+    (
+        "min.compaction.lag.ms",
+        "log.cleaner.min.compaction.lag.ms",
+        "Least age of a record before it may be compacted.",
+    ),
+    (
+        "max.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms",
+        "Most time a record stays uncompacted; an older dirty part is cleaned at once.",
+    ),
     (
         "min.insync.replicas",
         "min.insync.replicas",
@@ -62,7 +82,7 @@ _TOPIC_KEYS: tuple[tuple[str, str, str], ...] = (
     (
         "delete.retention.ms",
         "log.cleaner.delete.retention.ms",
-        "How long tombstones stay in a compacted topic (stored; compaction is not yet run).",
+        "How long tombstones stay in a compacted topic after the cleaner first keeps them.",
     ),
     (
         "message.format.version",

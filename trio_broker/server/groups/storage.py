@@ -4,7 +4,7 @@ Owns: ``partition_for`` (a group's partition: Java's ``String.hashCode`` of the 
 made non-negative as Kafka's ``Utils.abs`` does, modulo the partition count), the
 ``OffsetsTopic`` protocol the coordinator writes and replays through, ``LogOffsetsTopic``
 (the real one: the internal topic in the broker's topic catalog and partition logs,
-created at start-up, marked internal, never expired by time or size), and
+created at start-up, marked internal, compacted, never expired by time or size), and
 ``OrderedWriter``, the single task that appends.
 
 Ordering: the coordinator changes its state synchronously and calls ``submit`` at once,
@@ -22,7 +22,7 @@ import logging
 import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("trio_broker.groups")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-# The internal topic's own configs: kept until deleted (no compaction yet).
+# The internal topic's own configs, Kafka's: compacted (the coordinator writes tombstones
+# for expired offsets and deleted groups), never deleted by time or size.
 OFFSETS_TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
     "retention.ms": "-1",
     "retention.bytes": "-1",
     "segment.bytes": str(100 * 1024 * 1024),
@@ -131,6 +133,10 @@ class LogOffsetsTopic:
         )
         if not info.internal:
             log.warning("%s exists but is not marked internal", OFFSETS_TOPIC)
+        if info.configs.get("cleanup.policy") is None:
+            # Created before compaction existed: compact it from now on.
+            info = replace(info, configs={**info.configs, "cleanup.policy": "compact"})
+            self.catalog.replace(info)
         self.replica_manager.create_logs(info)
         self.partitions = len(info.partitions)
         return self.partitions

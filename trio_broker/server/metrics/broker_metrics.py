@@ -86,6 +86,7 @@ class BrokerMetrics:
         self.memory_pool_capacity = memory_pool_capacity
         self._memory_probe: MemoryPoolProbe | None = None
         self._authorization_probe: AuthorizationProbe | None = None
+        self._log_cleaner_probe: Callable[[], dict[str, Any]] | None = None
         self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
         self.handler_samplers = {
             name: HandlerSampler(self.window, pool) for name, (_, pool) in handler_pools.items()
@@ -169,6 +170,27 @@ class BrokerMetrics:
     def set_memory_pool(self, probe: MemoryPoolProbe | None) -> None:
         """Where MemoryPoolAvailable / MemoryPoolUsed come from (None: no pool)."""
         self._memory_probe = probe
+
+    def set_log_cleaner(self, probe: Callable[[], dict[str, Any]] | None) -> None:
+        """Where the ``log_cleaner`` section (the cleaner's figures) comes from."""
+        self._log_cleaner_probe = probe
+
+    def log_cleaner(self) -> dict[str, Any]:
+        if self._log_cleaner_probe is not None:
+            return self._log_cleaner_probe()
+        return {
+            "enabled": False,
+            "threads": 0,
+            "cleaning": 0,
+            "passes": 0,
+            "failures": 0,
+            "uncleanable": 0,
+            "bytes_cleaned": 0,
+            "last_run_ms": None,
+            "last_duration_ms": None,
+            "max_dirty_ratio": 0.0,
+            "partitions": {},
+        }
 
     def set_authorization(self, probe: AuthorizationProbe | None) -> None:
         """Where the ``authorization`` section (ACL count, denials) comes from."""

@@ -327,6 +327,50 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
     for kind in ("incremental", "full", "sessionless"):
         fetches.add_metric([kind], fs[f"{kind}_fetches"])
     yield fetches
+    yield from _log_cleaner(s["log_cleaner"])
+
+
+def _log_cleaner(lc: dict[str, Any]) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "kafka_log_cleaner_max_dirty_percent",
+        "Largest dirty share of a compacted log's cleanable bytes, % (max-dirty-percent)",
+        value=100 * lc["max_dirty_ratio"],
+    )
+    yield CounterMetricFamily(
+        "kafka_log_cleaner_passes", "Cleaning passes finished since start", value=lc["passes"]
+    )
+    yield CounterMetricFamily(
+        "kafka_log_cleaner_bytes_cleaned",
+        "Bytes read by cleaning passes since start",
+        value=lc["bytes_cleaned"],
+    )
+    if lc["last_duration_ms"] is not None:
+        yield GaugeMetricFamily(
+            "kafka_log_cleaner_last_duration_ms",
+            "How long the last cleaning pass took, ms",
+            value=lc["last_duration_ms"],
+        )
+        yield GaugeMetricFamily(
+            "kafka_log_cleaner_last_run_timestamp_ms",
+            "When the last cleaning pass ended (epoch ms)",
+            value=lc["last_run_ms"],
+        )
+    ratio = GaugeMetricFamily(
+        "kafka_log_cleaner_partition_dirty_ratio",
+        "Dirty share of the partition's cleanable bytes",
+        labels=["topic", "partition"],
+    )
+    cleaned = CounterMetricFamily(
+        "kafka_log_cleaner_partition_bytes_cleaned",
+        "Bytes read by the partition's cleaning passes since start",
+        labels=["topic", "partition"],
+    )
+    for name, p in lc["partitions"].items():
+        topic, _, partition = name.rpartition("-")
+        ratio.add_metric([topic, partition], p["dirty_ratio"])
+        cleaned.add_metric([topic, partition], p["bytes_cleaned"])
+    yield ratio
+    yield cleaned
 
 
 def _event_loop(loop: dict[str, Any]) -> Iterator[Metric]:

@@ -82,6 +82,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         "authorization": metrics.authorization(),
         "broker_errors": _broker_errors(metrics),
         "fetch_sessions": _fetch_sessions(metrics),
+        "log_cleaner": metrics.log_cleaner(),
     }
 
 
