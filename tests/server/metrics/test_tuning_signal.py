@@ -21,9 +21,19 @@ ADMIN = {"admin.listeners": "http://127.0.0.1:0"}
 
 
 def produce_load(
-    bootstrap: str, stop: threading.Event, errors: list[Any]
+    bootstrap: str,
+    stop: threading.Event,
+    errors: list[Any],
+    delivered: threading.Event | None = None,
 ) -> list[threading.Thread]:
-    """One producer per partition, acks=all, one request in flight each."""
+    """One producer per partition, acks=all, one request in flight each; ``delivered`` is
+    set at the first acknowledged message."""
+
+    def report(err: Any, _: Any) -> None:
+        if err is not None:
+            errors.append(err)
+        elif delivered is not None:
+            delivered.set()
 
     def run(partition: int) -> None:
         p = Producer(
@@ -39,7 +49,7 @@ def produce_load(
                 "load",
                 value=b"x" * 100,
                 partition=partition,
-                on_delivery=lambda err, _: err is not None and errors.append(err),
+                on_delivery=report,
             )
             p.poll(0.001)
         p.flush(30)
@@ -89,13 +99,15 @@ def test_a_storage_bound_broker_gains_throughput_from_io_threads(tmp_path: Path)
         ],
         storage_delay_ms=5,
     ).start()
-    stop = threading.Event()
+    stop, delivered = threading.Event(), threading.Event()
     errors: list[Any] = []
     threads: list[threading.Thread] = []
     try:
         admin = AdminClient({"bootstrap.servers": b.bootstrap})
         admin.create_topics([NewTopic("load", PARTITIONS, 1)])["load"].result(10)
-        threads = produce_load(b.bootstrap, stop, errors)
+        threads = produce_load(b.bootstrap, stop, errors, delivered)
+        # Under load the producers may take seconds to connect: measure once they produce.
+        assert delivered.wait(60), f"no message acknowledged: {errors}"
         assert b.admin_url is not None
         with httpx.Client(base_url=b.admin_url, timeout=10) as http:
             phase(http, 1.0)  # warm up
