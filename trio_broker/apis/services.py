@@ -258,9 +258,17 @@ class BrokerView(Protocol):
         ...
 
     async def list_offsets_many(
-        self, items: Sequence[tuple[str, int, int]], *, committed_only: bool
+        self, items: Sequence[tuple[str, int, int, int]], *, committed_only: bool
     ) -> list[tuple[int, int, int, int]]:
-        """(error, offset, timestamp, leader epoch) for each (topic, partition, timestamp)."""
+        """(error, offset, timestamp, leader epoch) for each (topic, partition, timestamp,
+        current leader epoch or -1)."""
+        ...
+
+    def epoch_end_offsets(
+        self, items: Sequence[tuple[str, int, int, int]]
+    ) -> list[tuple[int, int, int]]:
+        """(error, epoch, end offset) for each (topic, partition, leader epoch, current
+        leader epoch or -1): OffsetForLeaderEpoch, answered without waiting."""
         ...
 
     async def delete_records_many(
