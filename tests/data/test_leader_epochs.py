@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -17,6 +18,7 @@ from trio_broker.protocol.messages.controller import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
 )
+from trio_broker.protocol.messages.fetch import FetchRequest
 from trio_broker.protocol.messages.offsets import (
     ListOffsetsRequest,
     OffsetForLeaderEpochRequest,
@@ -162,3 +164,46 @@ def test_the_epochs_survive_a_restart(tmp_path: Path, epochs: BrokerThread) -> N
         ]
     finally:
         again.stop()
+
+
+def fetch(broker: BrokerThread, offset: int, current: int, last_fetched: int, version: int) -> Any:
+    topic_id = broker.call(lambda: broker.broker.topic("t").topic_id)
+    F = FetchRequest.Topic
+    part = F.Partition(
+        partition=0,
+        fetch_offset=offset,
+        current_leader_epoch=current,
+        last_fetched_epoch=last_fetched,
+        partition_max_bytes=1 << 20,
+    )
+    req = FetchRequest(
+        max_wait_ms=0,
+        min_bytes=1,
+        topics=[F(topic="t", topic_id=topic_id, partitions=[part])],
+    )
+    with WireClient(broker.address()) as c:
+        return c.request(req, version).responses[0].partitions[0]
+
+
+@pytest.mark.parametrize("version", [12, 17])
+def test_a_fetch_from_a_diverged_log_gets_the_diverging_epoch(
+    epochs: BrokerThread, version: int
+) -> None:
+    # A follower (or consumer) that read offsets 0-6 all in epoch 0 diverged at offset 5,
+    # where this log's epoch 0 ended: it is told so, and gets no records.
+    p = fetch(epochs, 7, 3, 0, version)
+    assert p.error_code == ErrorCode.NONE and p.high_watermark == 10
+    assert (p.diverging_epoch.epoch, p.diverging_epoch.end_offset) == (0, 5)
+    assert not p.records
+    # Offset 4 of epoch 0, or offset 7 of epoch 3, are in this log: records come.
+    for offset, last in ((4, 0), (7, 3)):
+        p = fetch(epochs, offset, 3, last, version)
+        assert p.error_code == ErrorCode.NONE and p.records
+        assert (p.diverging_epoch.epoch, p.diverging_epoch.end_offset) == (-1, -1)
+
+
+def test_a_fetch_with_a_stale_or_future_leader_epoch_is_refused(epochs: BrokerThread) -> None:
+    assert fetch(epochs, 0, 2, -1, 12).error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert fetch(epochs, 0, 4, -1, 12).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert fetch(epochs, 0, 3, -1, 12).error_code == ErrorCode.NONE
+    assert fetch(epochs, 0, -1, -1, 12).error_code == ErrorCode.NONE

@@ -42,13 +42,8 @@ class OffsetQueries:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if not replicas.cluster.leads(topic, partition):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if current_epoch != NO_EPOCH:
-            epoch = replicas.cluster.leader_epoch(topic, partition)
-            if current_epoch < epoch:
-                return ErrorCode.FENCED_LEADER_EPOCH
-            if current_epoch > epoch:
-                return ErrorCode.UNKNOWN_LEADER_EPOCH
-        return plog
+        error = replicas.cluster.epoch_error(topic, partition, current_epoch)
+        return plog if error == ErrorCode.NONE else error
 
     async def list_offsets_many(
         self, items: Sequence[tuple[str, int, int, int]], *, committed_only: bool

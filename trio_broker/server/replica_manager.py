@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from ..apis.services import ReadResult, TopicInfo, WriteResult
+from ..apis.services import ReadItem, ReadResult, TopicInfo, WriteResult
 from ..log.config import LogConfig
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
@@ -47,7 +47,6 @@ log = logging.getLogger("trio_broker.server")
 _NO_FLUSH_MS = 2**63 - 1
 
 ProduceItem = tuple[str, int, memoryview | None]  # topic, partition, records
-ReadItem = tuple[str, int, int, int]  # topic, partition, fetch offset, partition max bytes
 
 
 def now_ms() -> int:
@@ -332,17 +331,30 @@ class ReplicaManager:
     async def read_many(
         self, items: Sequence[ReadItem], max_bytes: int, *, committed_only: bool
     ) -> list[ReadResult]:
-        """Read each item (topic, partition, fetch offset, partition max bytes) in order
-        within ``max_bytes`` in all; the first batch found is returned even if larger.
-        The record data comes back resident in the page cache, as file regions."""
+        """Read each item in order within ``max_bytes`` in all; the first batch found is
+        returned even if larger. The record data comes back resident in the page cache,
+        as file regions. As Kafka's leader: a current leader epoch that is not this one's
+        is refused, and a last fetched epoch the log does not hold up to the fetch offset
+        is answered with the diverging epoch (its end in this log) and no records."""
         results: list[ReadResult | None] = [None] * len(items)
         jobs: list[tuple[int, PartitionLog, int, int]] = []
-        for i, (topic, partition, offset, limit) in enumerate(items):
+        for i, (topic, partition, offset, limit, current, last_fetched) in enumerate(items):
             plog = self.partition(topic, partition)
             if plog is None:
                 results[i] = ReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif not self.cluster.leads(topic, partition):
                 results[i] = ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            elif error := self.cluster.epoch_error(topic, partition, current):
+                results[i] = ReadResult(error)
+            elif last_fetched >= 0 and (diverged := _diverging(plog, last_fetched, offset)):
+                results[i] = ReadResult(
+                    ErrorCode.NONE,
+                    plog.high_watermark,
+                    plog.last_stable_offset,
+                    plog.log_start_offset,
+                    b"",
+                    diverging_epoch=diverged,
+                )
             else:
                 jobs.append((i, plog, offset, limit))
         if jobs:
@@ -475,6 +487,13 @@ def _append(
         return plog.append(validated, leader_epoch=epoch, now_ms=now_ms())
     except (RecordsError, ProducerStateError, LogError) as exc:
         return exc
+
+
+def _diverging(plog: PartitionLog, last_fetched_epoch: int, offset: int) -> tuple[int, int] | None:
+    """(epoch, end offset) if the fetcher's log, which reached ``offset`` in
+    ``last_fetched_epoch``, diverges from this one (KIP-595's check, as Kafka's leader)."""
+    epoch, end = plog.end_offset_for_epoch(last_fetched_epoch)
+    return (epoch, end) if epoch < last_fetched_epoch or end < offset else None
 
 
 def _read(
