@@ -88,6 +88,14 @@ def test_assign_and_move_leader_steer_real_clients(cluster: list[BrokerThread], 
         assert (r.current_leader.leader_id, r.current_leader.leader_epoch) == (1, 2)
         host, port = b1.broker.bound_listeners()["PLAINTEXT"]
         assert [(e.node_id, e.host, e.port) for e in moved.node_endpoints] == [(1, host, port)]
+        # Fetch v16 (KIP-951) the same; before v16 the answer has no hint.
+        topic_id = b0.call(lambda: b0.broker.topic("spread").topic_id)
+        fetched = c.request(fetch_req("spread", 0, topic_id), 16)
+        (f,) = fetched.responses[0].partitions
+        assert f.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (f.current_leader.leader_id, f.current_leader.leader_epoch) == (1, 2)
+        assert [(e.node_id, e.host, e.port) for e in fetched.node_endpoints] == [(1, host, port)]
+        assert c.request(fetch_req("spread", 0, topic_id), 15).node_endpoints == []
 
     # The producer follows the new leader on its own.
     for i in range(50):

@@ -46,6 +46,12 @@ CASES = [
 # against kio, so a kio upgrade that adds them makes us use them.
 KIO_MISSING = {"LeaderAndIsr", "StopReplica", "UpdateMetadata", "DescribeConfigs v0"}
 
+# kafka-python writes a tagged struct even at its default (see
+# test_tagged_struct_at_its_default_is_left_out). In these samples FetchRequest's
+# ReplicaState (v15+) is at its default, so kio alone is the byte oracle for them;
+# kafka-python's longer bytes must still decode to the same value.
+KAFKA_PYTHON_TAGGED_DEFAULT = {("FetchRequest", v, 1) for v in (15, 16, 17)}
+
 
 def our_bytes(obj: Message, version: int) -> bytes:
     parts: list[Any] = [bytearray()]
@@ -79,6 +85,10 @@ def test_bytes_match_kafka_python(cls: type[Message], version: int, variant: int
     ours = our_bytes(value, version)
     kp_value = to_kafka_python(value, kafka_python_class(cls), schema["fields"], version)
     theirs = bytes(kp_value.encode(version=version, header=False))
+    if (cls.__name__, version, variant) in KAFKA_PYTHON_TAGGED_DEFAULT:
+        assert len(theirs) > len(ours)
+        assert our_decode(cls, version, theirs) == value
+        return
     assert ours == theirs
     decoded = our_decode(cls, version, theirs)
     assert decoded == value

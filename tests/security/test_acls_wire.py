@@ -25,7 +25,11 @@ from trio_broker.protocol.messages.groups import (
     ListGroupsRequest,
 )
 from trio_broker.protocol.messages.metadata import MetadataRequest
-from trio_broker.protocol.messages.offsets import DeleteRecordsRequest, ListOffsetsRequest
+from trio_broker.protocol.messages.offsets import (
+    DeleteRecordsRequest,
+    ListOffsetsRequest,
+    OffsetForLeaderEpochRequest,
+)
 from trio_broker.protocol.messages.produce import InitProducerIdRequest
 from trio_broker.protocol.messages.quotas import (
     AlterClientQuotasRequest,
@@ -171,6 +175,17 @@ async def test_without_acls_every_api_answers_with_its_authorization_error(run_b
             topics=[L(name="t", partitions=[L.Partition(partition_index=0, timestamp=-1)])],
         ),
         7,
+    )
+    assert r.topics[0].partitions[0].error_code == TOPIC_AUTH
+    E = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+    r = await ask(
+        OffsetForLeaderEpochRequest(
+            replica_id=-1,
+            topics=[
+                E(topic="t", partitions=[E.OffsetForLeaderPartition(partition=0, leader_epoch=0)])
+            ],
+        ),
+        4,
     )
     assert r.topics[0].partitions[0].error_code == TOPIC_AUTH
     F = FetchRequest.Topic

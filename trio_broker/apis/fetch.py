@@ -1,4 +1,4 @@
-"""Fetch v4-v13: read record batches as they are stored, waiting in the purgatory.
+"""Fetch v4-v17: read record batches as they are stored, waiting in the purgatory.
 
 Limits: ``max_bytes`` over the whole response and ``partition_max_bytes`` per partition;
 the first batch of the first partition that has data is returned even when it is larger,
@@ -8,9 +8,14 @@ it completes when enough bytes arrive or when the wait runs out, and reads again
 Fetch sessions (KIP-227, v7+): epoch 0 opens a session (``apis.fetch_sessions``), later
 requests list only the partitions whose fetch position changed and the topics to forget,
 and get back only the partitions with news; epoch -1 fetches without one.
-Authorization, as Kafka: a follower's fetch (replica id >= 0) needs CLUSTER_ACTION on the
-cluster, a consumer's READ on each topic; partitions not allowed are
-TOPIC_AUTHORIZATION_FAILED and carry no records.
+Authorization, as Kafka: a follower's fetch (replica id >= 0; in ``replica_state`` from
+v15) needs CLUSTER_ACTION on the cluster, a consumer's READ on each topic; partitions not
+allowed are TOPIC_AUTHORIZATION_FAILED and carry no records.
+Leader epochs, as Kafka's leader: a current leader epoch (v9+) older than the leader's is
+FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; a last fetched epoch (v12+) that
+the log does not hold up to the fetch offset gets the diverging epoch and no records.
+From v16 a partition whose leader moved names the current leader, and the response the
+leaders' endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD: read, unused.
 """
 
 from __future__ import annotations
@@ -24,13 +29,17 @@ from ..protocol.schema import ZERO_UUID, item_type
 from .authz import TOPIC, Op, allowed, cluster_allowed
 from .context import RequestContext
 from .fetch_sessions import INITIAL_EPOCH, CachedPartition, FetchSession, Key
-from .services import ReadResult
+from .leader_hints import point_to_leaders
+from .services import ReadItem, ReadResult
 
 _SPEC = spec_for(ApiKey.Fetch)
 assert _SPEC is not None
 FetchResponse: Any = _SPEC.response
 TopicResponse: Any = item_type(FetchResponse, "responses")
 PartitionData: Any = item_type(TopicResponse, "partitions")
+EpochEndOffset: Any = item_type(PartitionData, "diverging_epoch")
+LeaderIdAndEpoch: Any = item_type(PartitionData, "current_leader")
+NodeEndpoint: Any = item_type(FetchResponse, "node_endpoints")
 
 READ_COMMITTED = 1
 
@@ -65,7 +74,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     elif v >= 7 and req.session_id != 0:
         sessions.close(req.session_id)  # INITIAL or FINAL: the session named ends
 
-    follower = req.replica_id >= 0
+    follower = (req.replica_id if v <= 14 else req.replica_state.replica_id) >= 0
     may_replicate = cluster_allowed(ctx, Op.CLUSTER_ACTION) if follower else False
 
     def name_of(topic: str | None, topic_id: Any) -> str | None:
@@ -88,7 +97,13 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 (
                     _key(v, t.topic, topic_id, p.partition),
                     CachedPartition(
-                        name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes
+                        name,
+                        topic_id,
+                        p.partition,
+                        p.fetch_offset,
+                        p.partition_max_bytes,
+                        p.current_leader_epoch,
+                        p.last_fetched_epoch,
                     ),
                 )
             )
@@ -124,7 +139,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
 
     async def read_all() -> list[ReadResult]:
         readable = [
-            (w.topic, w.partition, w.fetch_offset, w.max_bytes)
+            ReadItem(
+                w.topic,
+                w.partition,
+                w.fetch_offset,
+                w.max_bytes,
+                w.cached.current_leader_epoch,
+                w.cached.last_fetched_epoch,
+            )
             for w in wanted
             if w.topic is not None and not w.denied
         ]
@@ -164,6 +186,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     r.log_start_offset,
                 )
                 or r.size > 0
+                or r.diverging_epoch is not None
                 for w, r in zip(wanted, results, strict=True)
             ]
             if incremental:
@@ -173,16 +196,25 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     if not k:
                         _release(r.records)
                 session.rotate(w.key for w, r in zip(wanted, results, strict=True) if r.size)
+        topics = _group(shown, shown_results, v, committed)
         return FetchResponse(
             throttle_time_ms=ctx.throttle_time_ms,
             error_code=ErrorCode.NONE,
             session_id=session.session_id if session is not None else 0,
-            responses=_group(shown, shown_results, v, committed),
+            responses=topics,
+            node_endpoints=point_to_leaders(
+                ctx,
+                ((t.topic, p.partition_index, p) for t in topics for p in t.partitions),
+                LeaderIdAndEpoch,
+                NodeEndpoint,
+            )
+            if v >= 16 and any(r.error_code for r in shown_results)
+            else [],
         )
 
     results = await read_all()
     available = sum(r.size for r in results)
-    errors = any(r.error_code != ErrorCode.NONE for r in results)
+    errors = any(r.error_code != ErrorCode.NONE or r.diverging_epoch for r in results)
     if req.max_wait_ms <= 0 or available >= req.min_bytes or errors or not wanted:
         return respond(results)
 
@@ -245,4 +277,7 @@ def _group(
                 records=r.records if r.records is not None else b"",
             )
         )
+        if r.diverging_epoch is not None:
+            epoch, end = r.diverging_epoch
+            current.partitions[-1].diverging_epoch = EpochEndOffset(epoch=epoch, end_offset=end)
     return topics

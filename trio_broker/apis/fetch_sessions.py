@@ -56,6 +56,8 @@ class CachedPartition:
     partition: int
     fetch_offset: int
     max_bytes: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
     # What the client was last told (-2: nothing yet, so the first response includes it).
     high_watermark: int = -2
     last_stable_offset: int = -2
@@ -79,6 +81,8 @@ class FetchSession:
                 self.partitions[key] = w
             else:
                 cached.fetch_offset, cached.max_bytes = w.fetch_offset, w.max_bytes
+                cached.current_leader_epoch = w.current_leader_epoch
+                cached.last_fetched_epoch = w.last_fetched_epoch
                 cached.topic, cached.topic_id = w.topic, w.topic_id
         for key in forgotten:  # after the additions, as Kafka's: forgetting wins
             self.partitions.pop(key, None)

@@ -6,7 +6,8 @@ with the largest timestamp (v7+), -4 the local log start offset (v8+; the log st
 there is no tiered storage) and -5 the last tiered offset (v9+; always -1 here). A
 timestamp >= 0 finds the first record with a timestamp at or after it, inside compressed
 batches too; none: offset -1. Partitions of a topic the principal may not
-DESCRIBE are TOPIC_AUTHORIZATION_FAILED.
+DESCRIBE are TOPIC_AUTHORIZATION_FAILED. A current leader epoch (v4+) older than the
+leader's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     committed = ctx.api_version >= 2 and req.isolation_level == 1
     may = [allowed(ctx, Op.DESCRIBE, TOPIC, t.name) for t in req.topics]
     todo = [
-        (t.name, p.partition_index, p.timestamp)
+        (t.name, p.partition_index, p.timestamp, p.current_leader_epoch)
         for t, ok in zip(req.topics, may, strict=True)
         if ok
         for p in t.partitions

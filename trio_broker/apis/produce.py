@@ -20,6 +20,7 @@ from ..protocol.errors import ErrorCode
 from ..protocol.schema import item_type
 from .authz import TOPIC, Op, allowed
 from .context import CloseConnection, RequestContext
+from .leader_hints import point_to_leaders
 from .services import WriteResult
 
 _SPEC = spec_for(ApiKey.Produce)
@@ -30,7 +31,6 @@ PartitionResponse: Any = item_type(TopicResponse, "partition_responses")
 BatchError: Any = item_type(PartitionResponse, "record_errors")
 LeaderIdAndEpoch: Any = item_type(PartitionResponse, "current_leader")
 NodeEndpoint: Any = item_type(ProduceResponse, "node_endpoints")
-MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
@@ -88,27 +88,16 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         topics.append(TopicResponse(name=topic.name, partition_responses=partitions))
     if acks == 0:
         return CloseConnection("a produce with acks=0 failed") if failed else None
-    endpoints = _point_to_leaders(ctx, topics) if ctx.api_version >= 10 and failed else []
+    endpoints = (
+        point_to_leaders(
+            ctx,
+            ((t.name, p.index, p) for t in topics for p in t.partition_responses),
+            LeaderIdAndEpoch,
+            NodeEndpoint,
+        )
+        if ctx.api_version >= 10 and failed
+        else []
+    )
     return ProduceResponse(
         responses=topics, throttle_time_ms=ctx.throttle_time_ms, node_endpoints=endpoints
     )
-
-
-def _point_to_leaders(ctx: RequestContext, topics: list[Any]) -> list[Any]:
-    """Fill in the current leader of each partition that moved; the leaders' endpoints."""
-    leaders: set[int] = set()
-    for topic in topics:
-        info = ctx.broker.topic(topic.name)
-        for p in topic.partition_responses:
-            if p.error_code not in MOVED or info is None or p.index >= len(info.partitions):
-                continue
-            state = info.partitions[p.index]
-            p.current_leader = LeaderIdAndEpoch(
-                leader_id=state.leader, leader_epoch=state.leader_epoch
-            )
-            leaders.add(state.leader)
-    return [
-        NodeEndpoint(node_id=e.node_id, host=e.host, port=e.port, rack=e.rack)
-        for e in ctx.broker.endpoints(ctx.listener)
-        if e.node_id in leaders
-    ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
 from .fetch_sessions import FetchSessionCache
@@ -117,6 +117,17 @@ class WriteResult:
     record_errors: list[tuple[int, str | None]] = field(default_factory=list)
 
 
+class ReadItem(NamedTuple):
+    """One partition of a Fetch: where to read, and the epochs the fetcher knows."""
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1  # checked against the leader's (-1: not checked)
+    last_fetched_epoch: int = -1  # checked against the log's epochs (-1: not checked)
+
+
 @dataclass(slots=True)
 class ReadResult:
     """The outcome of reading one partition (Fetch): records leave as buffers or file
@@ -128,6 +139,8 @@ class ReadResult:
     log_start_offset: int = -1
     records: Any = None  # None, bytes, or a list of buffers / file regions
     size: int = 0
+    # (epoch, end offset) when the fetcher's last fetched epoch diverges from the log
+    diverging_epoch: tuple[int, int] | None = None
 
 
 class ConfigEntryView(Protocol):
@@ -247,10 +260,10 @@ class BrokerView(Protocol):
         ...
 
     async def read_many(
-        self, items: Sequence[tuple[str, int, int, int]], max_bytes: int, *, committed_only: bool
+        self, items: Sequence[ReadItem], max_bytes: int, *, committed_only: bool
     ) -> list[ReadResult]:
-        """Read each (topic, partition, fetch offset, partition max bytes), ``max_bytes`` in
-        all; the first batch found comes back even if larger (KIP-74)."""
+        """Read each item, ``max_bytes`` in all; the first batch found comes back even if
+        larger (KIP-74)."""
         ...
 
     def log_size(self, topic: str, partition: int) -> int:
@@ -258,9 +271,17 @@ class BrokerView(Protocol):
         ...
 
     async def list_offsets_many(
-        self, items: Sequence[tuple[str, int, int]], *, committed_only: bool
+        self, items: Sequence[tuple[str, int, int, int]], *, committed_only: bool
     ) -> list[tuple[int, int, int, int]]:
-        """(error, offset, timestamp, leader epoch) for each (topic, partition, timestamp)."""
+        """(error, offset, timestamp, leader epoch) for each (topic, partition, timestamp,
+        current leader epoch or -1)."""
+        ...
+
+    def epoch_end_offsets(
+        self, items: Sequence[tuple[str, int, int, int]]
+    ) -> list[tuple[int, int, int]]:
+        """(error, epoch, end offset) for each (topic, partition, leader epoch, current
+        leader epoch or -1): OffsetForLeaderEpoch, answered without waiting."""
         ...
 
     async def delete_records_many(

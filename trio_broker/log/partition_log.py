@@ -1,16 +1,17 @@
 """The log of one partition: ordered segments in ``<topic>-<partition>/``.
 
 Owns: offset assignment and appends (serialized by a lock, rolled by size, time and index
-capacity, fsynced every ``flush.messages``), the log start offset (DeleteRecords, retention),
-recovery point, checkpoint, closing, deleting, swapping in cleaned segments; and the reads,
-lock-free, on the immutable ``LogView`` it publishes after each change (the reading itself
-is ``log_view``'s: whole committed batches as ``FileRegion``s, timestamp lookups). A reader
-sees only batches fully written (and fsynced, when the flush policy asks) before the view
-was published. Every public method is thread-safe: the server calls them from worker
-threads. Failures of the disk become ``LogStorageError``; a failed append is truncated away
-before the error is raised; if even that fails, the log goes offline (every call raises).
-It must not validate producers' batches (``records.validate_batches`` does) nor know about
-topics, requests or trio.
+capacity, fsynced every ``flush.messages``), the log start offset (DeleteRecords,
+retention), recovery point, checkpoint, leader epochs (``leader_epochs``), closing,
+deleting, swapping in cleaned segments; and the reads, lock-free, on the immutable
+``LogView`` it publishes after each change (the reading itself is ``log_view``'s: whole
+committed batches as ``FileRegion``s, timestamp lookups). A reader sees only batches fully
+written (and fsynced, when the flush policy asks) before the view was published. Every
+public method is thread-safe: the server calls them from worker threads. Failures of the
+disk become ``LogStorageError``; a failed append is truncated away before the error is
+raised; if even that fails, the log goes offline (every call raises). It must not validate
+producers' batches (``records.validate_batches`` does) nor know about topics, requests or
+trio.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
-from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.primitives import FileRegion
 from trio_broker.records.stamping import assign_offsets
 from trio_broker.records.validation import ValidatedRecords
@@ -33,6 +33,7 @@ from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
 from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
+from .leader_epochs import LeaderEpochCache
 from .loader import LoadStats, load_segments
 from .log_view import (
     LogView,
@@ -41,7 +42,7 @@ from .log_view import (
     offset_for_timestamp,
     read_batches,
 )
-from .producer_state import BatchMeta, ProducerStateError, ProducerStateManager
+from .producer_state import ProducerStateManager
 from .results import AppendInfo, ReadInfo
 from .retention import segments_to_delete
 from .segment import LogSegment, SegmentDamaged, headers_from
@@ -82,6 +83,7 @@ class PartitionLog:
         self._bases: tuple[int, ...] = ()
         self._segments_changed()
         self._producers = ProducerStateManager(directory)
+        self._epochs = LeaderEpochCache(directory)
         # Told how long each fsync took, in ms (the broker's LogFlushRateAndTimeMs).
         self.flush_listener: Callable[[float], None] | None = None
 
@@ -112,8 +114,13 @@ class PartitionLog:
         log.checkpoint()
         try:
             log._load_producer_state(now_ms)
+            end = log._segments[-1].next_offset
+            headers = headers_from(log._segments, log._log_start)  # read if the file is lost
+            log._epochs = LeaderEpochCache.load(directory, headers, log._log_start, end)
         except OSError as exc:
-            raise LogStorageError(f"{directory}: cannot load producer state: {exc}") from exc
+            raise LogStorageError(
+                f"{directory}: cannot load producer state or leader epochs: {exc}"
+            ) from exc
         return log
 
     def _load_producer_state(self, now_ms: int) -> None:
@@ -225,7 +232,8 @@ class PartitionLog:
             config, records.size, log_end + records.record_count - 1, now_ms
         ):
             rolled = self._roll_locked(now_ms)
-        duplicate = self._check_producers(records)
+        # The sequence rules (raise ProducerStateError); a retry gets its earlier batch.
+        duplicate = self._producers.check_append([b.header for b in records.batches])
         if duplicate is not None:
             return AppendInfo(
                 first_offset=duplicate.first_offset,
@@ -238,6 +246,10 @@ class PartitionLog:
                 offset_of_max_timestamp=duplicate.first_offset,
                 duplicate=True,
             )
+        try:
+            self._epochs.assign(leader_epoch, log_end)  # durably, before the batch
+        except OSError as exc:
+            raise self._storage_error("leader epoch checkpoint", exc) from exc
         active = self._segments[-1]
         append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else None
         stamped = assign_offsets(
@@ -283,23 +295,6 @@ class PartitionLog:
             offset_of_max_timestamp=stamped.offset_of_max_timestamp,
             rolled=rolled,
         )
-
-    def _check_producers(self, records: ValidatedRecords) -> BatchMeta | None:
-        """The sequence rules for idempotent batches (raises ``ProducerStateError``);
-        returns the earlier batch if this is a retry of one already appended."""
-        producer_batches = [
-            b.header
-            for b in records.batches
-            if b.header.producer_id >= 0 and not b.header.is_control
-        ]
-        if not producer_batches:
-            return None
-        if len(records.batches) > 1:
-            raise ProducerStateError(
-                ErrorCode.INVALID_RECORD,
-                "an idempotent produce must hold exactly one record batch per partition",
-            )
-        return self._producers.check(producer_batches[0])
 
     def _roll_locked(self, now_ms: int) -> bool:
         active = self._segments[-1]
@@ -441,31 +436,30 @@ class PartitionLog:
             )
         raise LogStorageError(f"{self.directory.name}: read kept racing with deletions")
 
-    # -- timestamps --------------------------------------------------------------------
+    # -- lookups: timestamps, leader epochs ---------------------------------------------
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """The earliest (offset, timestamp) whose timestamp is >= ``timestamp``.
+        """The earliest (offset, timestamp) whose timestamp is >= ``timestamp``, exact per
+        record (compressed batches are decompressed). None if no record is that recent."""
+        return self._lookup(lambda view: offset_for_timestamp(view, timestamp))
 
-        Exact per record for uncompressed (and gzip) batches; for other codecs the batch's
-        base offset and max timestamp (records are not decompressed). None if no record
-        is that recent.
-        """
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        return self._lookup(max_timestamp_in)
+
+    def _lookup(self, find: Callable[[LogView], tuple[int, int] | None]) -> tuple[int, int] | None:
         for _ in range(_READ_RETRIES):
-            view = self._snapshot()
             try:
-                return offset_for_timestamp(view, timestamp)
+                return find(self._snapshot())
             except SegmentGone:
                 continue
             except OSError as exc:
                 raise self._storage_error("timestamp lookup", exc) from exc
         raise LogStorageError(f"{self.directory.name}: lookup kept racing with deletions")
 
-    def max_timestamp_offset(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
-        try:
-            return max_timestamp_in(self._snapshot())
-        except OSError as exc:
-            raise self._storage_error("timestamp lookup", exc) from exc
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch (``LeaderEpochCache.end_offset_for``). Lock-free."""
+        return self._epochs.end_offset_for(epoch, self._view.log_end_offset)
 
     # -- deletion ----------------------------------------------------------------------
 
@@ -507,6 +501,10 @@ class PartitionLog:
         self._segments_changed()
         self._checkpoint_locked()
         self._producers.truncate_head(self._log_start)
+        try:
+            self._epochs.trim_start(self._log_start)
+        except OSError as exc:  # rewritten at the next change or load; never understates
+            logger.warning("%s: leader epoch checkpoint: %s", self.directory, exc)
         for segment in removed:
             try:
                 segment.delete()

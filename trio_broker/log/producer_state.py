@@ -93,6 +93,19 @@ class ProducerStateManager:
 
     # ----------------------------------------------------------------- checks
 
+    def check_append(self, headers: list[BatchHeader]) -> BatchMeta | None:
+        """Check the batches of one append: an idempotent producer's append must be one
+        batch (INVALID_RECORD otherwise); then as ``check``."""
+        producer_batches = [h for h in headers if h.producer_id >= 0 and not h.is_control]
+        if not producer_batches:
+            return None
+        if len(headers) > 1:
+            raise ProducerStateError(
+                ErrorCode.INVALID_RECORD,
+                "an idempotent produce must hold exactly one record batch per partition",
+            )
+        return self.check(producer_batches[0])
+
     def check(self, header: BatchHeader) -> BatchMeta | None:
         """Check one producer batch before it is appended.
 

@@ -39,9 +39,7 @@ from ..apis.fetch_sessions import FetchSessionCache
 from ..apis.services import (
     BrokerEndpoint,
     Deferrable,
-    ReadResult,
     TopicInfo,
-    WriteResult,
 )
 from ..apis.table import API_TABLE, ApiTable
 from ..log.dir_lock import LogDirLock
@@ -63,6 +61,7 @@ from .handler_pool import HandlerPool
 from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
 from .listener_security import listener_security
 from .metrics import BrokerMetrics, MetricsReport
+from .offset_queries import OffsetQueries
 from .producer_ids import ProducerIdManager
 from .purgatory import Purgatory
 from .quota_manager import QuotaManager
@@ -254,6 +253,13 @@ class Broker:
         self.delete_acls = access.delete_acls
         self.scram_credentials = access.scram_credentials
         self.alter_scram_credentials = access.alter_scram_credentials
+        data, offsets = self.replica_manager, OffsetQueries(self.replica_manager)
+        self.produce_many = data.produce_many
+        self.read_many = data.read_many
+        self.log_size = data.log_size
+        self.list_offsets_many = offsets.list_offsets_many
+        self.delete_records_many = offsets.delete_records_many
+        self.epoch_end_offsets = offsets.epoch_end_offsets
         self.leader_and_isr = plane.leader_and_isr
         self.stop_replicas = plane.stop_replicas
         self.update_metadata = plane.update_metadata
@@ -523,37 +529,12 @@ class Broker:
         key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
         return key.doc if key is not None else None
 
-    # data path: see ReplicaManager
-
-    async def produce_many(
-        self, items: Sequence[tuple[str, int, memoryview | None]], acks: int
-    ) -> list[WriteResult]:
-        return await self.replica_manager.produce_many(items, acks)
-
-    async def read_many(
-        self, items: Sequence[tuple[str, int, int, int]], max_bytes: int, *, committed_only: bool
-    ) -> list[ReadResult]:
-        return await self.replica_manager.read_many(items, max_bytes, committed_only=committed_only)
-
-    def log_size(self, topic: str, partition: int) -> int:
-        return self.replica_manager.log_size(topic, partition)
-
-    async def list_offsets_many(
-        self, items: Sequence[tuple[str, int, int]], *, committed_only: bool
-    ) -> list[tuple[int, int, int, int]]:
-        return await self.replica_manager.list_offsets_many(items, committed_only=committed_only)
-
     # client quotas: see QuotaStore (the admin API shares it)
 
     async def new_producer_id(self) -> int:
         if self.producer_ids.needs_new_block:
             return await trio.to_thread.run_sync(self.producer_ids.next_id)
         return self.producer_ids.next_id()
-
-    async def delete_records_many(
-        self, items: Sequence[tuple[str, int, int]]
-    ) -> list[tuple[int, int]]:
-        return await self.replica_manager.delete_records_many(items)
 
     def defer(
         self,

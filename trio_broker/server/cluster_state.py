@@ -62,6 +62,16 @@ class ClusterState:
         state = self.leadership.get((topic, partition))
         return 0 if state is None else state.leader_epoch
 
+    def epoch_error(self, topic: str, partition: int, current_epoch: int) -> int:
+        """Kafka's check of a request's current leader epoch (-1: not checked): older
+        than this leader's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH."""
+        if current_epoch == -1:
+            return ErrorCode.NONE
+        epoch = self.leader_epoch(topic, partition)
+        if current_epoch < epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        return ErrorCode.UNKNOWN_LEADER_EPOCH if current_epoch > epoch else ErrorCode.NONE
+
     def leader_of(self, topic: str, partition: int) -> int:
         state = self.leadership.get((topic, partition))
         return self.broker_id if state is None else state.leader

@@ -3,13 +3,13 @@ ReplicaManager, for one broker with one replica per partition).
 
 Owns: ``ReplicaManager``: opening the log manager at start-up (recovering what a crash
 left), creating and deleting partition logs with their topic's configuration, appending
-validated record batches, reading batches as file regions, offsets by time, DeleteRecords,
-and the periodic flush, retention and compaction (``LogCleaner``). Appends that may wait
-for the disk (an fsync by the flush policy, a segment roll, or a large batch) run in worker
-threads bounded by the io limiter (``num.io.threads``); small ones that only write to the
-page cache run inline, as do reads (index lookups and a few ``pread`` calls on the page
-cache). After each append
-the fetch purgatory is told, so parked fetches complete as soon as their bytes exist.
+validated record batches, reading batches as file regions (the offset questions are
+``offset_queries``'), and the periodic flush, retention and compaction (``LogCleaner``).
+Appends that may wait for the disk (an fsync by the flush policy, a segment roll, or a
+large batch) run in worker threads bounded by the io limiter (``num.io.threads``); small
+ones that only write to the page cache run inline, as do reads (index lookups and a few
+``pread`` calls on the page cache). After each append the fetch purgatory is told, so
+parked fetches complete as soon as their bytes exist.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from ..apis.services import ReadResult, TopicInfo, WriteResult
+from ..apis.services import ReadItem, ReadResult, TopicInfo, WriteResult
 from ..log.config import LogConfig
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
@@ -44,15 +44,9 @@ from .topic_config import effective_topic_config
 
 log = logging.getLogger("trio_broker.server")
 
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
-# ListOffsets v8/v9 (KIP-405, KIP-1005): without tiered storage the local log start is the
-# log start, and there is no tiered offset (Kafka answers -1).
-EARLIEST_LOCAL, LATEST_TIERED = -4, -5
 _NO_FLUSH_MS = 2**63 - 1
 
 ProduceItem = tuple[str, int, memoryview | None]  # topic, partition, records
-ReadItem = tuple[str, int, int, int]  # topic, partition, fetch offset, partition max bytes
-OffsetAnswer = tuple[int, int, int, int]  # error, offset, timestamp, leader epoch
 
 
 def now_ms() -> int:
@@ -337,17 +331,30 @@ class ReplicaManager:
     async def read_many(
         self, items: Sequence[ReadItem], max_bytes: int, *, committed_only: bool
     ) -> list[ReadResult]:
-        """Read each item (topic, partition, fetch offset, partition max bytes) in order
-        within ``max_bytes`` in all; the first batch found is returned even if larger.
-        The record data comes back resident in the page cache, as file regions."""
+        """Read each item in order within ``max_bytes`` in all; the first batch found is
+        returned even if larger. The record data comes back resident in the page cache,
+        as file regions. As Kafka's leader: a current leader epoch that is not this one's
+        is refused, and a last fetched epoch the log does not hold up to the fetch offset
+        is answered with the diverging epoch (its end in this log) and no records."""
         results: list[ReadResult | None] = [None] * len(items)
         jobs: list[tuple[int, PartitionLog, int, int]] = []
-        for i, (topic, partition, offset, limit) in enumerate(items):
+        for i, (topic, partition, offset, limit, current, last_fetched) in enumerate(items):
             plog = self.partition(topic, partition)
             if plog is None:
                 results[i] = ReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif not self.cluster.leads(topic, partition):
                 results[i] = ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            elif error := self.cluster.epoch_error(topic, partition, current):
+                results[i] = ReadResult(error)
+            elif last_fetched >= 0 and (diverged := _diverging(plog, last_fetched, offset)):
+                results[i] = ReadResult(
+                    ErrorCode.NONE,
+                    plog.high_watermark,
+                    plog.last_stable_offset,
+                    plog.log_start_offset,
+                    b"",
+                    diverging_epoch=diverged,
+                )
             else:
                 jobs.append((i, plog, offset, limit))
         if jobs:
@@ -406,74 +413,6 @@ class ReplicaManager:
         readiness checks of parked fetches."""
         plog = self.partition(topic, partition)
         return -1 if plog is None else plog.size_bytes
-
-    async def list_offsets_many(
-        self, items: Sequence[tuple[str, int, int]], *, committed_only: bool
-    ) -> list[OffsetAnswer]:
-        """(error, offset, timestamp, leader epoch) for each (topic, partition, timestamp)
-        of a ListOffsets request; the log ends are read on the loop, lookups by time on
-        an io thread."""
-        results: list[OffsetAnswer | None] = [None] * len(items)
-        lookups: list[tuple[int, PartitionLog, int, int]] = []
-        for i, (topic, partition, timestamp) in enumerate(items):
-            plog = self.partition(topic, partition)
-            if plog is None:
-                results[i] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1)
-                continue
-            if not self.cluster.leads(topic, partition):
-                results[i] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1, -1)
-                continue
-            epoch = self.cluster.leader_epoch(topic, partition)
-            if timestamp in (EARLIEST, EARLIEST_LOCAL):
-                results[i] = (ErrorCode.NONE, plog.log_start_offset, -1, epoch)
-            elif timestamp == LATEST_TIERED:
-                results[i] = (ErrorCode.NONE, -1, -1, -1)
-            elif timestamp == LATEST:
-                end = plog.last_stable_offset if committed_only else plog.high_watermark
-                results[i] = (ErrorCode.NONE, end, -1, epoch)
-            elif timestamp < 0 and timestamp != MAX_TIMESTAMP:
-                results[i] = (ErrorCode.INVALID_REQUEST, -1, -1, -1)
-            else:
-                lookups.append((i, plog, timestamp, epoch))
-        if lookups:
-            found = await self.io.run(lambda: [_lookup(plog, ts) for _, plog, ts, _ in lookups])
-            for (i, _, _, epoch), answer in zip(lookups, found, strict=True):
-                if answer is None:
-                    results[i] = (ErrorCode.NONE, -1, -1, -1)
-                elif isinstance(answer, int):
-                    results[i] = (answer, -1, -1, -1)
-                else:
-                    results[i] = (ErrorCode.NONE, answer[0], answer[1], epoch)
-        return [r for r in results if r is not None]
-
-    async def delete_records_many(
-        self, items: Sequence[tuple[str, int, int]]
-    ) -> list[tuple[int, int]]:
-        """(error, low watermark) for each (topic, partition, offset) of a DeleteRecords
-        request; offset -1 means the high watermark."""
-        results: list[tuple[int, int] | None] = [None] * len(items)
-        jobs: list[tuple[int, PartitionLog, int]] = []
-        for i, (topic, partition, offset) in enumerate(items):
-            plog = self.partition(topic, partition)
-            if plog is None:
-                results[i] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
-                continue
-            if not self.cluster.leads(topic, partition):
-                results[i] = (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
-                continue
-            hw = plog.high_watermark
-            target = hw if offset == -1 else offset
-            if target < 0 or target > hw:
-                results[i] = (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
-            else:
-                jobs.append((i, plog, target))
-        if jobs:
-            lows = await self.io.run(lambda: [_delete_before(plog, t) for _, plog, t in jobs])
-            for (i, _, _), low in zip(jobs, lows, strict=True):
-                results[i] = (
-                    (ErrorCode.KAFKA_STORAGE_ERROR, -1) if low < 0 else (ErrorCode.NONE, low)
-                )
-        return [r for r in results if r is not None]
 
     # ------------------------------------------------------------- maintenance
 
@@ -550,6 +489,13 @@ def _append(
         return exc
 
 
+def _diverging(plog: PartitionLog, last_fetched_epoch: int, offset: int) -> tuple[int, int] | None:
+    """(epoch, end offset) if the fetcher's log, which reached ``offset`` in
+    ``last_fetched_epoch``, diverges from this one (KIP-595's check, as Kafka's leader)."""
+    epoch, end = plog.end_offset_for_epoch(last_fetched_epoch)
+    return (epoch, end) if epoch < last_fetched_epoch or end < offset else None
+
+
 def _read(
     plog: PartitionLog, offset: int, max_bytes: int, min_one: bool, committed_only: bool
 ) -> ReadInfo | Exception:
@@ -569,23 +515,3 @@ def _read(
         info.release()
         return LogStorageError(f"{plog.directory.name}: read failed: {exc}")
     return info
-
-
-def _lookup(plog: PartitionLog, timestamp: int) -> tuple[int, int] | int | None:
-    """(offset, timestamp) found, None for none, or an error code."""
-    before_storage_operation()
-    try:
-        if timestamp == MAX_TIMESTAMP:
-            return plog.max_timestamp_offset()
-        return plog.offset_for_timestamp(timestamp)
-    except LogStorageError:
-        return int(ErrorCode.KAFKA_STORAGE_ERROR)
-
-
-def _delete_before(plog: PartitionLog, offset: int) -> int:
-    """The new log start offset, or -1 if the disk failed."""
-    before_storage_operation()
-    try:
-        return plog.delete_records_before(offset)
-    except LogStorageError:
-        return -1

@@ -6,10 +6,10 @@ import uuid
 
 from ..api import register
 from ..primitives import RecordsValue
-from ..schema import Request, Response, Struct, array, field
+from ..schema import ZERO_UUID, Request, Response, Struct, array, field
 
 
-class FetchRequest(Request, api_key=1, versions="4-13", flexible="12+"):
+class FetchRequest(Request, api_key=1, versions="4-17", flexible="12+"):
     class Topic(Struct):
         class Partition(Struct):
             partition: int = field("int32")
@@ -18,6 +18,9 @@ class FetchRequest(Request, api_key=1, versions="4-13", flexible="12+"):
             last_fetched_epoch: int = field("int32", "12+", default=-1)
             log_start_offset: int = field("int64", "5+", default=-1, ignorable=True)
             partition_max_bytes: int = field("int32")
+            replica_directory_id: uuid.UUID = field(
+                "uuid", "17+", default=ZERO_UUID, tag=0, ignorable=True
+            )
 
         topic: str = field("string", "0-12", ignorable=True)
         topic_id: uuid.UUID = field("uuid", "13+", ignorable=True)
@@ -31,7 +34,13 @@ class FetchRequest(Request, api_key=1, versions="4-13", flexible="12+"):
     cluster_id: str | None = field(
         "string", "12+", nullable="12+", default=None, tag=0, ignorable=True
     )
+
+    class ReplicaState(Struct):
+        replica_id: int = field("int32", "15+", default=-1)
+        replica_epoch: int = field("int64", "15+", default=-1)
+
     replica_id: int = field("int32", "0-14", default=-1)
+    replica_state: ReplicaState = field(ReplicaState, "15+", tag=1)
     max_wait_ms: int = field("int32")
     min_bytes: int = field("int32")
     max_bytes: int = field("int32", "3+", default=2147483647, ignorable=True)
@@ -43,7 +52,7 @@ class FetchRequest(Request, api_key=1, versions="4-13", flexible="12+"):
     rack_id: str = field("string", "11+", ignorable=True)
 
 
-class FetchResponse(Response, api_key=1, versions="4-13", flexible="12+"):
+class FetchResponse(Response, api_key=1, versions="4-17", flexible="12+"):
     class FetchableTopicResponse(Struct):
         class PartitionData(Struct):
             class EpochEndOffset(Struct):
@@ -84,6 +93,14 @@ class FetchResponse(Response, api_key=1, versions="4-13", flexible="12+"):
     error_code: int = field("int16", "7+", ignorable=True)
     session_id: int = field("int32", "7+")
     responses: list[FetchableTopicResponse] = field(array(FetchableTopicResponse))
+
+    class NodeEndpoint(Struct):
+        node_id: int = field("int32", "16+")
+        host: str = field("string", "16+")
+        port: int = field("int32", "16+")
+        rack: str | None = field("string", "16+", nullable="16+", default=None)
+
+    node_endpoints: list[NodeEndpoint] = field(array(NodeEndpoint), "16+", tag=0)
 
 
 FETCH = register(FetchRequest, FetchResponse)
