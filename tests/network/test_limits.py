@@ -25,7 +25,7 @@ async def connect_from(broker, source_ip: str) -> AsyncWireClient:  # type: igno
     sock = trio.socket.socket()
     await sock.bind((source_ip, 0))
     await sock.connect((host, port))
-    return AsyncWireClient(trio.SocketStream(sock))
+    return AsyncWireClient(trio.SocketStream(sock), "wire-test")
 
 
 async def alive(client: AsyncWireClient) -> bool:

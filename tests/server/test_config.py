@@ -123,6 +123,16 @@ BAD_VALUES = [
     ),
     ("log.retention.bytes", "lots", "log.retention.bytes=lots: expected an integer >= -1"),
     (
+        "zookeeper.connect",
+        "zk1:2181,zk2",
+        "zookeeper.connect=zk1:2181,zk2: 'zk2' is not host:port",
+    ),
+    (
+        "zookeeper.connect",
+        "zk1:2181/kafka/",
+        "zookeeper.connect=zk1:2181/kafka/: '/kafka/' is not a ZooKeeper path (e.g. /kafka)",
+    ),
+    (
         "request.read.timeout.ms",
         "-1",
         "request.read.timeout.ms=-1: expected an integer >= 0",

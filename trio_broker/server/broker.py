@@ -20,14 +20,12 @@ Nursery layout::
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import logging
 import socket
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -46,6 +44,7 @@ from ..log.dir_lock import LogDirLock
 from ..log.files import atomic_write
 from ..network.connection_quotas import ConnectionLimits
 from ..network.socket_server import ListenerSpec, SocketServer
+from . import meta_properties
 from .access import AccessControl
 from .acl_store import AclStore, Authorization
 from .cluster_state import ClusterState
@@ -73,6 +72,8 @@ from .throttling import Throttler
 from .topic_admin import TopicAdmin
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config
 from .topics import TopicCatalog
+from .zk.layout import Registration
+from .zk.membership import ZkMembership
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).
 AdminServer = Callable[["Broker"], AbstractAsyncContextManager[str | None]]
@@ -98,6 +99,14 @@ class Broker:
         self._admin = admin
         self.broker_id: int = config["broker.id"]
         self.cluster_id = ""
+        # ZooKeeper's controller reaches the brokers on the control plane, else PLAINTEXT.
+        names = [lc.name for lc in config.listeners]
+        peers = config.control_plane_listener_name or (
+            "PLAINTEXT" if "PLAINTEXT" in names else names[0]
+        )
+        self.zk = (
+            ZkMembership(config, self._registration, peers) if config["zookeeper.connect"] else None
+        )
         self.api_table = api_table
         self.data_dir = config.log_dirs[0]
         self.dir_lock = LogDirLock(config.log_dirs)
@@ -282,6 +291,12 @@ class Broker:
         await trio.to_thread.run_sync(self.dir_lock.acquire)
         try:
             await self._adopt_stored_dynamic_config()
+            if self.zk is not None:  # the cluster's id is ZooKeeper's
+                dirs, configured = self.config.log_dirs, self.config["cluster.id"]
+                local = await trio.to_thread.run_sync(
+                    meta_properties.local_cluster_id, dirs, configured
+                )
+                self.cluster_id = await self.zk.join(local)
             await trio.to_thread.run_sync(self._load_stores)
             # The admin API starts before the Kafka listeners and stops after them: its
             # readiness answers 503 while they start and while they drain.
@@ -292,6 +307,9 @@ class Broker:
             await trio.to_thread.run_sync(self._close_stores)
             await trio.to_thread.run_sync(self._remove_listeners_file)
         finally:
+            if self.zk is not None:  # the registration goes now, not at session expiry
+                with trio.CancelScope(shield=True):
+                    await self.zk.close()
             self.io_pool.close()
             self.dir_lock.release()
         log.info("trio-broker %s stopped", self.broker_id)
@@ -311,6 +329,8 @@ class Broker:
                     await handlers.start(self.control_pool.run)
                 async with trio.open_nursery() as network:
                     await network.start(self.socket_server.run)
+                    if self.zk is not None:  # registered with the endpoints just bound
+                        await services.start(self.zk.run)
                     if self._stored_changes:  # pool sizes stored by an earlier run
                         self.apply_config(self.config, self._stored_changes)
                     await trio.to_thread.run_sync(self._write_listeners_file)
@@ -324,6 +344,8 @@ class Broker:
                 purgatory.stop()
             self.group_coordinator.stop()
             maintenance.cancel()
+            if self.zk is not None:
+                self.zk.stop()
 
     async def _run_maintenance(self, scope: trio.CancelScope) -> None:
         with scope:
@@ -339,7 +361,11 @@ class Broker:
         self.socket_server.shutdown(self.config["shutdown.timeout.ms"] / 1000)
 
     def _load_stores(self) -> None:
-        self.cluster_id = self._load_or_create_meta()
+        dirs = self.config.log_dirs
+        if not self.cluster_id:  # else agreed with ZooKeeper already
+            local = meta_properties.local_cluster_id(dirs, self.config["cluster.id"])
+            self.cluster_id = local or meta_properties.new_cluster_id()
+        meta_properties.write_missing(dirs, self.cluster_id, self.broker_id)
         self.topics_catalog.load()
         self.producer_ids.load()
         self.cluster.load()
@@ -350,33 +376,6 @@ class Broker:
 
     def _close_stores(self) -> None:
         self.replica_manager.close()
-
-    def _load_or_create_meta(self) -> str:
-        """Kafka's meta.properties: the cluster id, generated once and kept in every dir."""
-        cluster_id = self.config["cluster.id"] or None
-        for d in self.config.log_dirs:
-            meta = d / "meta.properties"
-            if meta.exists():
-                props = dict(
-                    line.split("=", 1)
-                    for line in meta.read_text().splitlines()
-                    if "=" in line and not line.startswith("#")
-                )
-                found = props.get("cluster.id")
-                if cluster_id is not None and found and found != cluster_id:
-                    raise RuntimeError(
-                        f"{meta} belongs to cluster {found}, not to cluster.id={cluster_id}"
-                    )
-                cluster_id = cluster_id or found
-        if cluster_id is None:
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        for d in self.config.log_dirs:
-            meta = d / "meta.properties"
-            if not meta.exists():
-                atomic_write(
-                    meta, f"version=1\ncluster.id={cluster_id}\nnode.id={self.broker_id}\n".encode()
-                )
-        return cluster_id
 
     # -------------------------------------------------------------- listeners
 
@@ -482,7 +481,9 @@ class Broker:
     @property
     def controller_id(self) -> int:
         cache = self.cluster.cache
-        return cache.controller_id if cache.from_controller else self.broker_id
+        if cache.from_controller:
+            return cache.controller_id
+        return self.zk.controller_id if self.zk is not None else self.broker_id
 
     def config_value(self, key: str) -> Any:
         return self.config[key]
@@ -493,6 +494,9 @@ class Broker:
             known = cache.endpoints(listener)
             if any(e.node_id == self.broker_id for e in known):
                 return known
+        return [self._own_endpoint(listener)]
+
+    def _own_endpoint(self, listener: str) -> BrokerEndpoint:
         # advertised.listeners (or, when unset, listeners) with port 0 or no host filled
         # in from the address actually bound.
         adv = self.config.advertised_listener(listener)
@@ -501,7 +505,16 @@ class Broker:
             bound_host = socket.gethostname()
         host = adv.host if adv is not None and adv.host else bound_host
         port = adv.port if adv is not None and adv.port else bound_port
-        return [BrokerEndpoint(self.broker_id, host, port)]
+        return BrokerEndpoint(self.broker_id, host, port)
+
+    def _registration(self) -> Registration:
+        """What ZooKeeper's ``/brokers/ids/<id>`` says of this broker: every listener."""
+        own = {lc.name: self._own_endpoint(lc.name) for lc in self.config.listeners}
+        return Registration(
+            self.broker_id,
+            {name: (e.host, e.port) for name, e in own.items()},
+            {lc.name: lc.security_protocol.value for lc in self.config.listeners},
+        )
 
     def api_versions(self, plane: str) -> Sequence[tuple[int, int, int]]:
         cached = self._api_versions.get(plane)

@@ -38,6 +38,7 @@ from .config_syntax import (
     parse_admin_listener,
     parse_ip_overrides,
     parse_protocol_entry,
+    parse_zookeeper_connect,
     whole,
 )
 from .configdef import (
@@ -65,6 +66,30 @@ _KEYS = [
         None,
         "The cluster id clients see; unset: generated on first start and persisted.",
         Check("letters, digits, '-' and '_'", cluster_id),
+    ),
+    # ---- ZooKeeper (a replicated cluster; unset: one broker on its own)
+    define(
+        "zookeeper.connect",
+        STR,
+        None,
+        "The ZooKeeper servers of the cluster, host:port[,host:port...][/chroot]; unset: "
+        "this broker is a cluster of its own and needs no ZooKeeper.",
+        Check("host:port[,host:port...][/chroot]", whole(parse_zookeeper_connect)),
+    ),
+    define(
+        "zookeeper.session.timeout.ms",
+        INT,
+        18000,
+        "How long ZooKeeper keeps the broker's session (and its registration) without "
+        "hearing from it; past it the broker is fenced and registers again.",
+        POSITIVE,
+    ),
+    define(
+        "zookeeper.connection.timeout.ms",
+        INT,
+        None,
+        "How long start-up waits for a ZooKeeper session (unset: the session timeout).",
+        POSITIVE,
     ),
     # ---- listeners and sockets
     define(

@@ -112,6 +112,21 @@ def parse_ip_overrides(text: str) -> dict[str, int]:
     return result
 
 
+def parse_zookeeper_connect(text: str) -> tuple[list[tuple[str, int]], str]:
+    """``host:port[,host:port...][/chroot]``: the servers and the chroot ("" for none)."""
+    servers, slash, chroot = text.strip().partition("/")
+    chroot = slash + chroot if slash else ""
+    if chroot and (chroot.endswith("/") or "//" in chroot):
+        raise ValueError(f"{chroot!r} is not a ZooKeeper path (e.g. /kafka)")
+    hosts: list[tuple[str, int]] = []
+    for item in (i.strip() for i in servers.split(",")):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{item!r} is not host:port")
+        hosts.append((host, int(port)))
+    return hosts, chroot
+
+
 def parse_super_users(text: str) -> tuple[str, ...]:
     users = tuple(u.strip() for u in text.split(";") if u.strip())
     for user in users:

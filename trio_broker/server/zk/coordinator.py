@@ -136,13 +136,13 @@ class ZkCoordinator:
         while True:
             generation = self.session.sessions
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._through_trouble, self._elect_forever)
+                nursery.start_soon(self.through_trouble, self._elect_forever)
                 state = await self._until_lost(generation)
                 nursery.cancel_scope.cancel()
             await self._fence(state)
-            await self._through_trouble(self.register, register_timeout_s)
+            await self.through_trouble(self.register, register_timeout_s)
 
-    async def _through_trouble(self, job: Callable[..., Awaitable[None]], *args: Any) -> None:
+    async def through_trouble(self, job: Callable[..., Awaitable[None]], *args: Any) -> None:
         """Run ``job`` until it returns, again each time a ZooKeeper call fails for want
         of a connection, once the session is connected again."""
         while True:

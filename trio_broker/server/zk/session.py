@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import trio
@@ -167,13 +167,29 @@ class ZkSession:
     async def wait_for_change(self, path: str) -> None:
         """Return once ``path`` is created, changed or deleted after this call began, or
         the session's state changes (a watch does not survive a lost session)."""
+        fired, session, watch = self._watch()
+        await self._call(self._client.exists, path, watch=watch)
+        await self._until(fired, session)
+
+    async def watch_children(self, path: str) -> tuple[list[str], Callable[[], Awaitable[None]]]:
+        """The children of ``path`` now, and a function that returns once they change (or
+        the session's state does)."""
+        fired, session, watch = self._watch()
+        try:
+            kids = list(await self._call(self._client.get_children, path, watch=watch))
+        except NoNodeError:
+            kids = []
+        return kids, lambda: self._until(fired, session)
+
+    def _watch(self) -> tuple[trio.Event, trio.Event, Callable[[Any], None]]:
         fired = trio.Event()
-        session = self._changed
 
         def watch(_event: Any) -> None:  # kazoo's thread
             self._to_loop(fired.set)
 
-        await self._call(self._client.exists, path, watch=watch)
+        return fired, self._changed, watch
+
+    async def _until(self, fired: trio.Event, session: trio.Event) -> None:
         async with trio.open_nursery() as nursery:
 
             async def on_state() -> None:

@@ -1,0 +1,164 @@
+"""Brokers that share a ZooKeeper form one cluster (issue 18, first parts): one cluster id,
+every broker registered where Kafka's tools look, one controller elected, and every
+broker's Metadata naming the live brokers and that controller; a killed controller is
+replaced, and a broker that does not belong is refused at start-up. Real ZooKeeper (the
+Debian package), real broker processes, confluent-kafka's AdminClient."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
+
+from ..support.brokers import BrokerProcess
+from ..support.zookeeper import ZooKeeperServer
+
+SESSION_MS = 4000  # how soon a killed broker's registration expires
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    yield server
+    server.stop()
+
+
+_chroots = iter(range(1_000_000))
+
+
+@pytest.fixture
+def zk(zookeeper: ZooKeeperServer) -> Iterator[tuple[str, KazooClient]]:
+    """A chroot per test (``host:port/path``, as Kafka takes it) and a client inside it."""
+    chroot = f"/cluster{next(_chroots)}"
+    root = KazooClient(hosts=zookeeper.connect)
+    root.start(30)
+    root.ensure_path(chroot)
+    root.stop()
+    root.close()
+    client = KazooClient(hosts=zookeeper.connect + chroot)
+    client.start(30)
+    yield zookeeper.connect + chroot, client
+    client.stop()
+    client.close()
+
+
+def broker(tmp_path: Path, connect: str, broker_id: int, *more: str) -> BrokerProcess:
+    data = tmp_path / f"b{broker_id}"
+    return BrokerProcess(
+        data,
+        [
+            f"log.dirs={data}",
+            f"broker.id={broker_id}",
+            "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+            "control.plane.listener.name=CONTROLLER",
+            f"zookeeper.connect={connect}",
+            f"zookeeper.session.timeout.ms={SESSION_MS}",
+            *more,
+        ],
+    )
+
+
+def until(what: str, check: Callable[[], Any], timeout: float = 30) -> Any:
+    """Poll another process's state until ``check()`` is truthy (no event crosses the
+    process boundary); fails naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        threading.Event().wait(0.1)
+
+
+def metadata(b: BrokerProcess) -> Any:
+    return AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
+
+
+def test_two_brokers_form_one_cluster_with_one_controller(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, client = zk
+    b0 = broker(tmp_path, connect, 0).start()
+    b1 = broker(tmp_path, connect, 1).start()
+    try:
+        # Registered where Kafka's tools look, in Kafka's format.
+        assert sorted(client.get_children("/brokers/ids")) == ["0", "1"]
+        reg = json.loads(client.get("/brokers/ids/1")[0])
+        assert reg["version"] == 5 and reg["port"] == int(b1.bootstrap.rsplit(":", 1)[1])
+        assert f"PLAINTEXT://{b1.bootstrap}" in reg["endpoints"]
+        cluster_id = json.loads(client.get("/cluster/id")[0])["id"]
+        controller = json.loads(client.get("/controller")[0])["brokerid"]
+        assert controller in (0, 1)
+
+        def told(b: BrokerProcess) -> Any:
+            md = metadata(b)
+            return md if sorted(md.brokers) == [0, 1] and md.controller_id == controller else None
+
+        for b in (b0, b1):  # each broker names both, and the one controller
+            md = until(f"{b.bootstrap} names both brokers", lambda b=b: told(b))
+            assert md.cluster_id == cluster_id
+            assert md.brokers[1].port == int(b1.bootstrap.rsplit(":", 1)[1])
+    finally:
+        b0.terminate()
+        b1.terminate()
+    assert client.get_children("/brokers/ids") == []  # a clean stop deregisters at once
+
+
+def test_a_killed_controller_is_replaced_and_leaves_the_cluster(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, client = zk
+    brokers = {i: broker(tmp_path, connect, i).start() for i in (0, 1)}
+    try:
+        first = (
+            until("a controller", lambda: client.exists("/controller"))
+            and json.loads(client.get("/controller")[0])["brokerid"]
+        )
+        survivor = brokers[1 - first]
+        epoch = int(client.get("/controller_epoch")[0])
+        brokers[first].kill()  # kill -9: its session expires after SESSION_MS
+
+        def taken_over() -> Any:
+            md = metadata(survivor)
+            return md if md.controller_id == 1 - first and list(md.brokers) == [1 - first] else None
+
+        until("the survivor is controller and alone", taken_over, timeout=SESSION_MS / 1000 + 30)
+        assert int(client.get("/controller_epoch")[0]) == epoch + 1
+        assert client.get_children("/brokers/ids") == [str(1 - first)]
+    finally:
+        for b in brokers.values():
+            if b.proc is not None and b.proc.poll() is None:
+                b.terminate()
+
+
+def test_a_broker_of_another_cluster_is_refused(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, client = zk
+    other = tmp_path / "other"
+    alone = BrokerProcess(other, [f"log.dirs={other}", "cluster.id=someOtherCluster"]).start()
+    alone.terminate()
+    b0 = broker(tmp_path, connect, 0).start()
+    b0.terminate()
+    code, lines = broker(tmp_path, connect, 1, f"log.dirs={other}").run_to_failure()
+    assert code != 0
+    cluster_id = json.loads(client.get("/cluster/id")[0])["id"]
+    text = "\n".join(lines)
+    assert "someOtherCluster" in text and cluster_id in text, text
+
+
+def test_a_broker_without_zookeeper_says_so(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    code, lines = broker(tmp_path, dead, 0, "zookeeper.connection.timeout.ms=1500").run_to_failure()
+    assert code != 0
+    assert any(f"zookeeper.connect={dead}" in line for line in lines), lines
