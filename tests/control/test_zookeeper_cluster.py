@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kazoo.client import KazooClient
 
 from ..support.brokers import BrokerProcess
@@ -162,3 +163,100 @@ def test_a_broker_without_zookeeper_says_so(tmp_path: Path) -> None:
     code, lines = broker(tmp_path, dead, 0, "zookeeper.connection.timeout.ms=1500").run_to_failure()
     assert code != 0
     assert any(f"zookeeper.connect={dead}" in line for line in lines), lines
+
+
+def test_topics_are_placed_across_the_cluster_and_served_by_their_leaders(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, client = zk
+    b0 = broker(tmp_path, connect, 0).start()
+    b1 = broker(tmp_path, connect, 1).start()
+    try:
+        until("both brokers named", lambda: sorted(metadata(b1).brokers) == [0, 1])
+        admin = AdminClient({"bootstrap.servers": b0.bootstrap})
+        admin.create_topics([NewTopic("orders", 4, 1, config={"retention.ms": "3600000"})])[
+            "orders"
+        ].result(30)
+        # The controller placed the partitions round robin and every broker says so.
+        assignment = json.loads(client.get("/brokers/topics/orders")[0])["partitions"]
+        assert sorted(r[0] for r in assignment.values()) == [0, 0, 1, 1]
+        for b in (b0, b1):
+            md = until(
+                f"{b.bootstrap} knows orders",
+                lambda b=b: (
+                    (t := metadata(b).topics.get("orders")) and len(t.partitions) == 4 and t
+                ),
+            )
+            assert {p: md.partitions[p].leader for p in range(4)} == {
+                int(p): r[0] for p, r in assignment.items()
+            }
+        state = json.loads(client.get("/brokers/topics/orders/partitions/0/state")[0])
+        assert state["leader"] == assignment["0"][0] and state["leader_epoch"] == 0
+        # Produced through one broker, each record goes to its partition's leader.
+        p = Producer({"bootstrap.servers": b1.bootstrap})
+        for i in range(40):
+            p.produce("orders", value=b"%d" % i, partition=i % 4)
+        assert p.flush(30) == 0
+        c = Consumer({"bootstrap.servers": b0.bootstrap, "group.id": "g"})
+        c.assign([TopicPartition("orders", i, 0) for i in range(4)])
+        got = set()
+        while len(got) < 40:
+            m = c.poll(10)
+            assert m is not None and m.error() is None, m and m.error()
+            got.add(m.value())
+        c.close()
+        assert got == {b"%d" % i for i in range(40)}
+        # The topic's config is the cluster's: a replica broker took it from ZooKeeper.
+        leader_of_0 = {0: b0, 1: b1}[assignment["0"][0]]
+        describer = AdminClient({"bootstrap.servers": leader_of_0.bootstrap})
+        cfg = describer.describe_configs([ConfigResource("TOPIC", "orders")])
+        (entries,) = [f.result(10) for f in cfg.values()]
+        assert entries["retention.ms"].value == "3600000"
+        # Deleted through the other broker: gone everywhere, ZooKeeper included.
+        admin1 = AdminClient({"bootstrap.servers": b1.bootstrap})
+        admin1.delete_topics(["orders"])["orders"].result(30)
+        assert not client.exists("/brokers/topics/orders")
+        for b in (b0, b1):
+            until(f"{b.bootstrap} forgot orders", lambda b=b: "orders" not in metadata(b).topics)
+    finally:
+        b0.terminate()
+        b1.terminate()
+
+
+def test_a_dead_leaders_partitions_go_offline_and_come_back_with_it(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, client = zk
+    brokers = {i: broker(tmp_path, connect, i).start() for i in (0, 1)}
+    try:
+        until("both brokers named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1])
+        admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+        admin.create_topics([NewTopic("t", 2, 1)])["t"].result(30)
+        assignment = json.loads(client.get("/brokers/topics/t")[0])["partitions"]
+        on_1 = [int(p) for p, r in assignment.items() if r == [1]]
+        assert len(on_1) == 1
+        brokers[1].kill()
+
+        def offline() -> bool:
+            md = metadata(brokers[0]).topics["t"]
+            return md.partitions[on_1[0]].leader == -1
+
+        until("broker 1's partition offline", offline, timeout=SESSION_MS / 1000 + 30)
+        state = json.loads(client.get(f"/brokers/topics/t/partitions/{on_1[0]}/state")[0])
+        assert (state["leader"], state["leader_epoch"]) == (-1, 1)
+        brokers[1] = broker(tmp_path, connect, 1).start()  # same data dir
+
+        def back() -> bool:
+            md = metadata(brokers[0]).topics["t"]
+            return md.partitions[on_1[0]].leader == 1
+
+        until("broker 1 leads its partition again", back)
+        state = json.loads(client.get(f"/brokers/topics/t/partitions/{on_1[0]}/state")[0])
+        assert (state["leader"], state["leader_epoch"]) == (1, 2)
+        p = Producer({"bootstrap.servers": brokers[0].bootstrap})
+        p.produce("t", value=b"back", partition=on_1[0])
+        assert p.flush(30) == 0
+    finally:
+        for b in brokers.values():
+            if b.proc is not None and b.proc.poll() is None:
+                b.terminate()

@@ -74,6 +74,7 @@ from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config
 from .topics import TopicCatalog
 from .zk.layout import Registration
 from .zk.membership import ZkMembership
+from .zk.topics import ZkTopics
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).
 AdminServer = Callable[["Broker"], AbstractAsyncContextManager[str | None]]
@@ -253,6 +254,11 @@ class Broker:
         self.create_topic = topics.create_topic
         self.delete_topic = topics.delete_topic
         self.create_partitions = topics.create_partitions
+        if self.zk is not None:  # topics are the controller's to place, through ZooKeeper
+            zk_topics = ZkTopics(self.zk.session, topics, self.control)
+            self.create_topic = zk_topics.create_topic
+            self.delete_topic = zk_topics.delete_topic
+            self.create_partitions = zk_topics.create_partitions
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
         self.authorize = access.authorize

@@ -56,7 +56,10 @@ class ClusterState:
     def leads(self, topic: str, partition: int) -> bool:
         """Partitions no controller has spoken of are led here (a broker on its own)."""
         state = self.leadership.get((topic, partition))
-        return state is None or state.leader == self.broker_id
+        if state is None:  # not a replica here: the cluster's view says who leads
+            cached = self.cache.partitions.get(topic, {}).get(partition)
+            return cached is None or cached.leader == self.broker_id
+        return state.leader == self.broker_id
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         state = self.leadership.get((topic, partition))

@@ -37,6 +37,12 @@ class ControlPlane:
         self.topics = topics
         self.replica_manager = replica_manager
         self.fetch_purgatory = fetch_purgatory
+        # Set (and replaced) after every applied control request: for waiters on the view.
+        self.changed = trio.Event()
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
 
     async def leader_and_isr(
         self, controller_epoch: int, assignments: Sequence[PartitionAssignment]
@@ -53,6 +59,7 @@ class ControlPlane:
                     self.fetch_purgatory.complete_all((a.topic, a.partition))
             errors.append(error)
         await trio.to_thread.run_sync(self.cluster.save)
+        self._changed()
         return errors
 
     async def stop_replicas(
@@ -62,6 +69,7 @@ class ControlPlane:
         if not self.cluster.check_controller(controller_epoch):
             return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(partitions)
         errors: list[int] = []
+        deleted: set[str] = set()
         for topic, index, delete in partitions:
             self.cluster.stop(topic, index)
             self.fetch_purgatory.complete_all((topic, index))
@@ -69,8 +77,16 @@ class ControlPlane:
                 await trio.to_thread.run_sync(
                     self.replica_manager.delete_partition_log, topic, index
                 )
+                deleted.add(topic)
             errors.append(ErrorCode.NONE)
+        for topic in deleted:  # a topic this broker replicates nothing of goes (deletion)
+            info = self.topics.catalog.get(topic)
+            if info is not None and not any(
+                key[0] == topic and state.replicas for key, state in self.cluster.leadership.items()
+            ):
+                await self.topics.forget(info)
         await trio.to_thread.run_sync(self.cluster.save)
+        self._changed()
         return errors
 
     async def update_metadata(
@@ -87,4 +103,5 @@ class ControlPlane:
             controller_id, controller_epoch, brokers, partitions, topic_ids
         )
         await trio.to_thread.run_sync(self.cluster.save)
+        self._changed()
         return ErrorCode.NONE

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 
 import trio
@@ -32,6 +32,10 @@ from .topics import TopicCatalog
 log = logging.getLogger("trio_broker.server")
 
 
+async def _no_configs(name: str) -> dict[str, str]:
+    return {}
+
+
 class TopicAdmin:
     def __init__(
         self,
@@ -47,6 +51,8 @@ class TopicAdmin:
         self._lock = trio.Lock()
         # Called with a deleted topic, after its logs are gone.
         self.on_deleted: list[Callable[[TopicInfo], None]] = []
+        # A new topic's config when a controller makes this broker a replica of it.
+        self.remote_configs: Callable[[str], Awaitable[dict[str, str]]] = _no_configs
 
     def topic(self, name: str) -> TopicInfo | None:
         info = self.catalog.get(name)
@@ -76,7 +82,11 @@ class TopicAdmin:
         """A local topic with leaders as the control plane set them."""
         if not self.cluster.leadership and not self.cluster.cache.from_controller:
             return info
-        parts = tuple(self.cluster.partition_info(info.name, p.index) for p in info.partitions)
+        # The controller's partitions when it described the topic (this broker may hold
+        # only some of them), else the local ones.
+        known = self.cluster.cache.partitions_of(info.name)
+        indexes = sorted(known) if known else [p.index for p in info.partitions]
+        parts = tuple(self.cluster.partition_info(info.name, i) for i in indexes)
         return replace(info, partitions=parts)
 
     def _cached_topic(self, name: str) -> TopicInfo | None:
@@ -135,10 +145,18 @@ class TopicAdmin:
                 )
             if info.internal:
                 raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
-            await trio.to_thread.run_sync(self._delete_topic_blocking, info)
+            await self._forget_locked(info)
+
+    async def forget(self, info: TopicInfo) -> None:
+        """Remove the topic, its logs and what other services keep of it."""
+        async with self._lock:
+            await self._forget_locked(info)
+
+    async def _forget_locked(self, info: TopicInfo) -> None:
+        await trio.to_thread.run_sync(self._delete_topic_blocking, info)
         for forget in self.on_deleted:
             forget(info)
-        log.info("deleted topic %s", name)
+        log.info("deleted topic %s", info.name)
 
     def _delete_topic_blocking(self, info: TopicInfo) -> None:
         self.catalog.delete(info.name)
@@ -191,14 +209,19 @@ class TopicAdmin:
         self.replica_manager.create_logs(grown)
 
     async def ensure_partition(self, topic: str, topic_id: uuid.UUID | None, index: int) -> None:
-        """Make sure this broker has ``topic`` with partition ``index`` and its log."""
+        """Make sure this broker has ``topic`` with partition ``index`` and its log; a new
+        topic gets its config from ``remote_configs`` (ZooKeeper's, in a cluster)."""
         async with self._lock:
             info = self.catalog.get(topic)
+            configs = await self.remote_configs(topic) if info is None else {}
 
             def make() -> None:
                 if info is None:
                     new = self.catalog.create(
-                        topic, index + 1, {}, topic_id=topic_id if topic_id != ZERO_UUID else None
+                        topic,
+                        index + 1,
+                        configs,
+                        topic_id=topic_id if topic_id != ZERO_UUID else None,
                     )
                 elif index >= len(info.partitions):
                     new = self.catalog.with_partitions(info, index + 1)

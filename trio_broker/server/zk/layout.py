@@ -3,17 +3,24 @@
 Owns the node formats of ZooKeeper-era Kafka (``kafka.zk.ZkData``), so that a Kafka tool
 reading ZooKeeper reads ours: a broker's registration (``/brokers/ids/<id>``, ephemeral,
 version 5), the controller (``/controller``, ephemeral, version 1), the controller epoch
-(``/controller_epoch``, a decimal number) and the cluster id (``/cluster/id``). Pure.
+(``/controller_epoch``, a decimal number), the cluster id (``/cluster/id``), a topic's
+replica assignment (``/brokers/topics/<t>``, version 3, with the topic id), each
+partition's state (``/brokers/topics/<t>/partitions/<p>/state``: leader, leader epoch,
+ISR, controller epoch) and a topic's config overrides (``/config/topics/<t>``). Pure.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import time
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+CONFIG_TOPICS = "/config/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
@@ -77,3 +84,83 @@ def cluster_id_data(cluster_id: str) -> bytes:
 
 def cluster_id_of(data: bytes) -> str:
     return str(json.loads(data)["id"])
+
+
+def topic_path(name: str) -> str:
+    return f"{TOPICS}/{name}"
+
+
+def partition_state_path(name: str, partition: int) -> str:
+    return f"{TOPICS}/{name}/partitions/{partition}/state"
+
+
+def topic_config_path(name: str) -> str:
+    return f"{CONFIG_TOPICS}/{name}"
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """Kafka's text form of a Uuid: URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def assignment_data(topic_id: uuid.UUID, partitions: Mapping[int, Sequence[int]]) -> bytes:
+    return json.dumps(
+        {
+            "version": 3,
+            "topic_id": kafka_uuid(topic_id),
+            "partitions": {str(p): list(r) for p, r in sorted(partitions.items())},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    ).encode()
+
+
+def assignment_of(data: bytes) -> tuple[uuid.UUID, dict[int, list[int]]]:
+    """(topic id, partition -> replicas) of a topic node."""
+    doc = json.loads(data)
+    partitions = {int(p): [int(b) for b in r] for p, r in doc["partitions"].items()}
+    return parse_kafka_uuid(doc["topic_id"]), partitions
+
+
+def topic_config_data(configs: Mapping[str, str]) -> bytes:
+    return json.dumps({"version": 1, "config": dict(configs)}).encode()
+
+
+def topic_config_of(data: bytes) -> dict[str, str]:
+    return {str(k): str(v) for k, v in json.loads(data).get("config", {}).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIsr:
+    """A partition's state node: who leads, in which epoch, which replicas are in sync,
+    and the controller epoch that wrote it."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "controller_epoch": self.controller_epoch,
+                "leader": self.leader,
+                "version": 1,
+                "leader_epoch": self.leader_epoch,
+                "isr": list(self.isr),
+            }
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> LeaderIsr:
+        doc = json.loads(data)
+        return cls(
+            int(doc["leader"]),
+            int(doc["leader_epoch"]),
+            tuple(int(b) for b in doc["isr"]),
+            int(doc["controller_epoch"]),
+        )

@@ -1,0 +1,122 @@
+"""Topic administration in a ZooKeeper cluster: CreateTopics and DeleteTopics go through
+ZooKeeper, and the controller carries them out.
+
+Owns: ``ZkTopics``, which stands in for ``TopicAdmin``'s create and delete when
+``zookeeper.connect`` is set, as a ZooKeeper-era Kafka broker does:
+
+- create: the name and configs are checked as on one broker, the partitions are placed
+  on the live brokers (round robin from a random one, as Kafka's rack-unaware placement),
+  and the config (``/config/topics/<t>``) and the assignment with a new topic id
+  (``/brokers/topics/<t>``) are written; the controller elects leaders and tells the
+  brokers (``ZkController``). The request waits until this broker's metadata has the
+  topic, or its timeout, as Kafka's does.
+- delete: the topic's nodes go; the controller stops and deletes the replicas.
+- CreatePartitions is not served in a ZooKeeper cluster yet (INVALID_REQUEST).
+
+A broker told to hold a partition of a topic it has never seen takes the topic's config
+from ZooKeeper (``configs_of``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Mapping
+
+import trio
+
+from ...apis.services import PartitionInfo, TopicInfo
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import ZERO_UUID
+from ..control_plane import ControlPlane
+from ..topic_admin import TopicAdmin, TopicError
+from . import layout
+from .session import ZkSession
+
+log = logging.getLogger("trio_broker.server")
+
+PROPAGATION_TIMEOUT_S = 30.0
+
+
+class ZkTopics:
+    def __init__(self, session: ZkSession, local: TopicAdmin, control: ControlPlane) -> None:
+        self.session = session
+        self.local = local
+        self.control = control
+        local.remote_configs = self.configs_of
+
+    async def configs_of(self, name: str) -> dict[str, str]:
+        found = await self.session.get(layout.topic_config_path(name))
+        return layout.topic_config_of(found[0]) if found is not None else {}
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str | None],
+        *,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        # The checks of one broker: name, partition count, configs, not here already.
+        await self.local.create_topic(name, num_partitions, configs, validate_only=True)
+        if await self.session.get(layout.topic_path(name)) is not None:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        live = sorted(int(b) for b in await self.session.children(layout.BROKER_IDS))
+        if not live:
+            raise TopicError(ErrorCode.BROKER_NOT_AVAILABLE, "no broker is registered")
+        start = random.randrange(len(live))
+        placement = {p: [live[(start + p) % len(live)]] for p in range(num_partitions)}
+        if validate_only:
+            return TopicInfo(name, ZERO_UUID, ())
+        topic_id = uuid.uuid4()
+        clean = {k: v for k, v in configs.items() if v is not None}
+        await self.session.ensure_path(layout.CONFIG_TOPICS)
+        config_path = layout.topic_config_path(name)
+        if not await self.session.create(config_path, layout.topic_config_data(clean)):
+            found = await self.session.get(config_path)  # left by an earlier topic
+            await self.session.set(
+                config_path, layout.topic_config_data(clean), found[1] if found else -1
+            )
+        data = layout.assignment_data(topic_id, placement)
+        if not await self.session.create(layout.topic_path(name), data, makepath=True):
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        log.info("topic %s: %d partitions placed on brokers %s", name, num_partitions, live)
+        info = await self._propagated(name, present=True)
+        if info is not None:
+            return info
+        return TopicInfo(
+            name,
+            topic_id,
+            tuple(PartitionInfo(p, r[0], 0, tuple(r), tuple(r)) for p, r in placement.items()),
+            configs=clean,
+        )
+
+    async def delete_topic(self, name: str) -> None:
+        if not self.local.config()["delete.topic.enable"]:
+            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+        found = await self.session.get(layout.topic_path(name))
+        if found is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        _, partitions = layout.assignment_of(found[0])
+        for p in partitions:  # children first: ZooKeeper deletes leaves only
+            await self.session.delete(layout.partition_state_path(name, p))
+            await self.session.delete(f"{layout.topic_path(name)}/partitions/{p}")
+        await self.session.delete(f"{layout.topic_path(name)}/partitions")
+        await self.session.delete(layout.topic_path(name))
+        await self.session.delete(layout.topic_config_path(name))
+        log.info("topic %s deleted from ZooKeeper", name)
+        await self._propagated(name, present=False)
+
+    async def create_partitions(self, name: str, count: int, *, validate_only: bool) -> None:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            "CreatePartitions is not served in a ZooKeeper cluster yet",
+        )
+
+    async def _propagated(self, name: str, *, present: bool) -> TopicInfo | None:
+        """Wait until this broker's view of the cluster has (or no longer has) the topic."""
+        with trio.move_on_after(PROPAGATION_TIMEOUT_S):
+            while (self.local.topic(name) is not None) != present:
+                await self.control.changed.wait()
+        return self.local.topic(name)
