@@ -15,8 +15,7 @@ from kazoo.client import KazooClient
 from trio_broker.server.zk import layout
 from trio_broker.server.zk.coordinator import BrokerIdTaken, ClusterIdMismatch, ZkCoordinator
 from trio_broker.server.zk.session import ZkSession, ZkState
-
-from ..support.zookeeper import ZooKeeperServer
+from trio_broker.tools.zookeeper import ZooKeeperServer
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kazoo.client import KazooClient
 
+from trio_broker.tools.zookeeper import ZooKeeperServer
+
 from ..support.brokers import BrokerProcess
-from ..support.zookeeper import ZooKeeperServer
 
 SESSION_MS = 4000  # how soon a killed broker's registration expires
 

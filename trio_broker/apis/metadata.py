@@ -116,7 +116,8 @@ def _describe(info: TopicInfo) -> Topic:
         is_internal=info.internal,
         partitions=[
             Partition(
-                error_code=ErrorCode.NONE,
+                # no leader (offline, or not elected yet): Kafka's LEADER_NOT_AVAILABLE
+                error_code=ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 else ErrorCode.NONE,
                 partition_index=p.index,
                 leader_id=p.leader,
                 leader_epoch=p.leader_epoch,

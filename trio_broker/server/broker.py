@@ -42,7 +42,6 @@ from ..apis.services import (
 from ..apis.table import API_TABLE, ApiTable
 from ..log.dir_lock import LogDirLock
 from ..log.files import atomic_write
-from ..network.connection_quotas import ConnectionLimits
 from ..network.socket_server import ListenerSpec, SocketServer
 from . import meta_properties
 from .access import AccessControl
@@ -157,7 +156,7 @@ class Broker:
             max_request_size=config["socket.request.max.bytes"],
             idle_timeout_ms=config["connections.max.idle.ms"],
             request_read_timeout_ms=config["request.read.timeout.ms"],
-            limits=connection_limits(config),
+            limits=config.connection_limits(),
             queued_max_request_bytes=config["queued.max.request.bytes"],
             api_versions=self._plane_versions,
         )
@@ -255,6 +254,7 @@ class Broker:
         self.delete_topic = topics.delete_topic
         self.create_partitions = topics.create_partitions
         if self.zk is not None:  # topics are the controller's to place, through ZooKeeper
+            self.cluster.authoritative = True
             zk_topics = ZkTopics(self.zk.session, topics, self.control)
             self.create_topic = zk_topics.create_topic
             self.delete_topic = zk_topics.delete_topic
@@ -467,7 +467,7 @@ class Broker:
             size = new.listener_setting(name, "num.network.threads")
             self.socket_server.resize(name, size or new["num.network.threads"])
         if any(k in self._CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
-            self.socket_server.update_limits(connection_limits(new))
+            self.socket_server.update_limits(new.connection_limits())
         if any(k.startswith(("log.", "message.max.bytes", "compression.")) for k in changed):
             for topic in self.topics_catalog.all():
                 self.replica_manager.reconfigure(topic)
@@ -571,27 +571,6 @@ class Broker:
         op = DelayedResponse(deadline, request, self.request_handler, ready, complete)
         self.purgatories[purgatory].park(op, keys)
         return Deferred(op)
-
-
-def connection_limits(config: BrokerConfig) -> ConnectionLimits:
-    """The network layer's connection limits from the broker's config."""
-
-    def per_listener(key: str) -> dict[str, int]:
-        out = {}
-        for lc in config.listeners:
-            value = config.listener_setting(lc.name, key)
-            if value is not None:
-                out[lc.name] = int(value)
-        return out
-
-    return ConnectionLimits(
-        max_connections=config["max.connections"],
-        per_listener=per_listener("max.connections"),
-        max_per_ip=config["max.connections.per.ip"],
-        per_ip_overrides=config.max_connections_per_ip_overrides,
-        max_creation_rate=config["max.connection.creation.rate"],
-        per_listener_rate=per_listener("max.connection.creation.rate"),
-    )
 
 
 def _host_port(host: str, port: int) -> str:

@@ -50,6 +50,9 @@ class ClusterState:
         self.controller_epoch = -1
         self.leadership: dict[tuple[str, int], Leadership] = {}
         self.cache = MetadataCache()
+        # In a ZooKeeper cluster the controller's word is the only one: a partition it has
+        # not described is nobody's here (not, as for a broker on its own, this one's).
+        self.authoritative = False
 
     # ---------------------------------------------------------------- queries
 
@@ -58,7 +61,9 @@ class ClusterState:
         state = self.leadership.get((topic, partition))
         if state is None:  # not a replica here: the cluster's view says who leads
             cached = self.cache.partitions.get(topic, {}).get(partition)
-            return cached is None or cached.leader == self.broker_id
+            if cached is None:
+                return not self.authoritative
+            return cached.leader == self.broker_id
         return state.leader == self.broker_id
 
     def leader_epoch(self, topic: str, partition: int) -> int:
@@ -85,6 +90,8 @@ class ClusterState:
         if cached is not None:
             return cached
         state = self.leadership.get((topic, partition))
+        if state is None and self.authoritative:  # not described yet: no leader known
+            return PartitionInfo(partition, -1, -1, (), ())
         if state is None:
             me = self.broker_id
             return PartitionInfo(partition, me, 0, (me,), (me,))

@@ -82,7 +82,7 @@ class ZkTopics:
         if not await self.session.create(layout.topic_path(name), data, makepath=True):
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         log.info("topic %s: %d partitions placed on brokers %s", name, num_partitions, live)
-        info = await self._propagated(name, present=True)
+        info = await self._propagated(name, present=True, partitions=num_partitions)
         if info is not None:
             return info
         return TopicInfo(
@@ -114,9 +114,23 @@ class ZkTopics:
             "CreatePartitions is not served in a ZooKeeper cluster yet",
         )
 
-    async def _propagated(self, name: str, *, present: bool) -> TopicInfo | None:
-        """Wait until this broker's view of the cluster has (or no longer has) the topic."""
+    async def _propagated(
+        self, name: str, *, present: bool, partitions: int = 0
+    ) -> TopicInfo | None:
+        """Wait until this broker's view of the cluster has the topic with a leader for
+        each of its ``partitions`` (or no longer has it)."""
+
+        def done() -> bool:
+            info = self.local.topic(name)
+            if not present:
+                return info is None
+            return (
+                info is not None
+                and len(info.partitions) == partitions
+                and all(p.leader >= 0 for p in info.partitions)
+            )
+
         with trio.move_on_after(PROPAGATION_TIMEOUT_S):
-            while (self.local.topic(name) is not None) != present:
+            while not done():
                 await self.control.changed.wait()
         return self.local.topic(name)

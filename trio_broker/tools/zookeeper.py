@@ -1,9 +1,11 @@
-"""A real ZooKeeper for tests: Debian's ``zookeeper`` package, standalone, on a free port.
+"""A local ZooKeeper: Debian's ``zookeeper`` package, standalone, on a free port.
 
-``ZooKeeperServer(data_dir).start()`` runs ``org.apache.zookeeper.server.ZooKeeperServerMain
-PORT DIR`` on the Java runtime the Spark tests use (``scripts/test`` installs both when
-missing), waits until it serves a session, and ``stop()`` ends it. ``connect`` is the
-``zookeeper.connect`` value a broker or a client uses (``127.0.0.1:PORT``).
+Owns: ``ZooKeeperServer``: ``ZooKeeperServer(data_dir).start()`` runs
+``org.apache.zookeeper.server.ZooKeeperServerMain PORT DIR`` on the Java runtime
+(``scripts/cluster`` and ``scripts/test`` install both when missing), waits until it serves
+(its ``srvr`` command), and ``stop()`` ends it. ``connect`` is the ``zookeeper.connect``
+value a broker or a client uses (``127.0.0.1:PORT``). For ``trio-broker-cluster`` and the
+tests; production runs its own ZooKeeper ensemble.
 """
 
 from __future__ import annotations
