@@ -3,6 +3,7 @@
 Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready``,
 ``/v1/broker``, ``/v1/pools``, ``/v1/connections``, ``/v1/quotas``, ``/v1/metrics``,
 ``/v1/log-cleaner`` (the metrics' ``log_cleaner`` section: compaction per partition),
+``/v1/cluster`` (controller, brokers, partitions' leaders and ISR),
 ``/v1/users`` (in ``admin.users``), ``/v1/faults`` (in ``admin.faults``),
 ``/metrics``, ``/v1/config``, ``/v1/openapi.json``, ``/v1/dashboard``, and the page
 ``/dashboard`` with its static files; ``/v1/acls`` is registered from ``admin.acls``), the
@@ -198,6 +199,10 @@ def create_app(view: AdminView) -> QuartTrio:
     @app.get("/v1/log-cleaner")
     async def log_cleaner() -> Response:
         return json_response(view.metrics_snapshot()["log_cleaner"])
+
+    @app.get("/v1/cluster")
+    async def cluster() -> Response:
+        return json_response(view.cluster())
 
     @app.get("/metrics")
     async def prometheus() -> Response:

@@ -458,6 +458,16 @@ def openapi_document(
                 operationId="getLogCleaner",
             )
         },
+        "/v1/cluster": {
+            "get": op(
+                "What this broker knows of its cluster: mode (single, static or "
+                "zookeeper), cluster id, controller and whether this broker is it, the "
+                "brokers with their client endpoints, offline partitions, the ZooKeeper "
+                "session, and every partition's leader, leader epoch, replicas and ISR.",
+                {"200": _json({"type": "object"}, "the cluster as this broker sees it")},
+                operationId="getCluster",
+            )
+        },
         "/metrics": {
             "get": op(
                 "The metrics in Prometheus' text format.",

@@ -256,6 +256,11 @@ class AdminView(AclView, Protocol):
 
     def metrics_snapshot(self) -> Mapping[str, Any]: ...
 
+    def cluster(self) -> Mapping[str, Any]:
+        """What this broker knows of its cluster: controller, brokers, every partition's
+        leader and ISR, the ZooKeeper session."""
+        ...
+
     def prometheus_text(self) -> bytes: ...
 
     async def dashboard_data(self) -> DashboardData:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -88,8 +89,9 @@ def test_two_brokers_form_one_cluster_with_one_controller(
     tmp_path: Path, zk: tuple[str, KazooClient]
 ) -> None:
     connect, client = zk
-    b0 = broker(tmp_path, connect, 0).start()
-    b1 = broker(tmp_path, connect, 1).start()
+    admin_api = "admin.listeners=http://127.0.0.1:0"
+    b0 = broker(tmp_path, connect, 0, admin_api).start()
+    b1 = broker(tmp_path, connect, 1, admin_api).start()
     try:
         # Registered where Kafka's tools look, in Kafka's format.
         assert sorted(client.get_children("/brokers/ids")) == ["0", "1"]
@@ -108,6 +110,20 @@ def test_two_brokers_form_one_cluster_with_one_controller(
             md = until(f"{b.bootstrap} names both brokers", lambda b=b: told(b))
             assert md.cluster_id == cluster_id
             assert md.brokers[1].port == int(b1.bootstrap.rsplit(":", 1)[1])
+        # The operator's view: GET /v1/cluster and Kafka's controller gauges.
+        for b in (b0, b1):
+            assert b.admin_url is not None
+            seen = httpx.get(b.admin_url + "/v1/cluster", timeout=10).json()
+            me = int(b is b1)
+            assert seen["mode"] == "zookeeper" and seen["broker_id"] == me
+            assert seen["controller_id"] == controller and seen["cluster_id"] == cluster_id
+            assert seen["active_controller"] == (me == controller)
+            assert seen["zookeeper"]["state"] == "connected" and seen["zookeeper"]["registered"]
+            assert [x["id"] for x in seen["brokers"]] == [0, 1]
+            text = httpx.get(b.admin_url + "/metrics", timeout=10).text
+            active = 1.0 if me == controller else 0.0
+            assert f"kafka_controller_active_controller_count {active}" in text
+            assert "kafka_controller_offline_partitions_count 0.0" in text
     finally:
         b0.terminate()
         b1.terminate()

@@ -46,6 +46,7 @@ from .. import __version__
 from ..network.mute import MuteState
 from ..security.scram import CredentialError, ScramCredential, new_credential
 from .admin_acls import AclAdmin
+from .cluster_report import cluster_view
 from .config import BrokerConfig
 from .config_changes import ChangeRefused, plan_broker_change
 from .fault_rules import FaultSpecError
@@ -248,6 +249,12 @@ class BrokerAdminView(AclAdmin):
 
     def metrics_snapshot(self) -> Mapping[str, Any]:
         return self.broker.metrics_snapshot()
+
+    def cluster(self) -> Mapping[str, Any]:
+        config = self.broker.config
+        control = config.control_plane_listener_name
+        clients = next(lc.name for lc in config.listeners if lc.name != control)
+        return cluster_view(self.broker, clients)
 
     def prometheus_text(self) -> bytes:
         return self.broker.prometheus_text()

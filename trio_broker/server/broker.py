@@ -46,10 +46,12 @@ from ..network.socket_server import ListenerSpec, SocketServer
 from . import meta_properties
 from .access import AccessControl
 from .acl_store import AclStore, Authorization
+from .cluster_report import cluster_figures
 from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .config_admin import ConfigAdmin
 from .configdef import ConfigEntry
+from .connection_limits import connection_limits
 from .control_plane import ControlPlane
 from .delayed import DelayedResponse
 from .dynamic_config import DynamicConfigStore
@@ -156,7 +158,7 @@ class Broker:
             max_request_size=config["socket.request.max.bytes"],
             idle_timeout_ms=config["connections.max.idle.ms"],
             request_read_timeout_ms=config["request.read.timeout.ms"],
-            limits=config.connection_limits(),
+            limits=connection_limits(config),
             queued_max_request_bytes=config["queued.max.request.bytes"],
             api_versions=self._plane_versions,
         )
@@ -220,6 +222,7 @@ class Broker:
             config, self.io_pool, self.fetch_purgatory, self.cluster, self.metrics
         )
         self.metrics.set_log_cleaner(self.replica_manager.cleaner.figures)
+        self.metrics.set_cluster(lambda: cluster_figures(self))
         # Parked JoinGroup / SyncGroup requests wait here for the group coordinator.
         self.purgatories["rebalance"] = Purgatory("rebalance")
         self.group_coordinator = GroupCoordinator(
@@ -467,7 +470,7 @@ class Broker:
             size = new.listener_setting(name, "num.network.threads")
             self.socket_server.resize(name, size or new["num.network.threads"])
         if any(k in self._CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
-            self.socket_server.update_limits(new.connection_limits())
+            self.socket_server.update_limits(connection_limits(new))
         if any(k.startswith(("log.", "message.max.bytes", "compression.")) for k in changed):
             for topic in self.topics_catalog.all():
                 self.replica_manager.reconfigure(topic)

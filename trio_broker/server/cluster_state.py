@@ -50,9 +50,12 @@ class ClusterState:
         self.controller_epoch = -1
         self.leadership: dict[tuple[str, int], Leadership] = {}
         self.cache = MetadataCache()
-        # In a ZooKeeper cluster the controller's word is the only one: a partition it has
-        # not described is nobody's here (not, as for a broker on its own, this one's).
+        # In a ZooKeeper cluster the controller's word is the only one: a partition of a
+        # topic it placed but has not described to this broker is nobody's here (not, as
+        # for a broker on its own, this one's). Topics it never placed (this broker's own
+        # __consumer_offsets) stay this broker's.
         self.authoritative = False
+        self.placed: set[str] = set()  # topics a LeaderAndIsr named
 
     # ---------------------------------------------------------------- queries
 
@@ -62,7 +65,7 @@ class ClusterState:
         if state is None:  # not a replica here: the cluster's view says who leads
             cached = self.cache.partitions.get(topic, {}).get(partition)
             if cached is None:
-                return not self.authoritative
+                return not self._placed(topic)
             return cached.leader == self.broker_id
         return state.leader == self.broker_id
 
@@ -90,12 +93,15 @@ class ClusterState:
         if cached is not None:
             return cached
         state = self.leadership.get((topic, partition))
-        if state is None and self.authoritative:  # not described yet: no leader known
+        if state is None and self._placed(topic):  # not described yet: no leader known
             return PartitionInfo(partition, -1, -1, (), ())
         if state is None:
             me = self.broker_id
             return PartitionInfo(partition, me, 0, (me,), (me,))
         return PartitionInfo(partition, state.leader, state.leader_epoch, state.replicas, state.isr)
+
+    def _placed(self, topic: str) -> bool:
+        return self.authoritative and (topic in self.placed or topic in self.cache.partitions)
 
     # --------------------------------------------------------------- changes
 
@@ -110,6 +116,7 @@ class ClusterState:
         """Apply one LeaderAndIsr partition state; returns its error code."""
         if self.broker_id not in a.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        self.placed.add(a.topic)
         key = (a.topic, a.partition)
         current = self.leadership.get(key)
         if current is not None and a.leader_epoch <= current.leader_epoch:
@@ -126,6 +133,7 @@ class ClusterState:
         self.leadership[(topic, partition)] = Leadership(-1, epoch, (), ())
 
     def forget_topic(self, topic: str) -> None:
+        self.placed.discard(topic)
         for key in [k for k in self.leadership if k[0] == topic]:
             del self.leadership[key]
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..network.connection_quotas import ConnectionLimits
 from .config_checks import ListenerSettings, cross_check, resolve_synonyms
 from .config_keys import BROKER_CONFIG_DEF, BROKER_SYNONYMS, DYNAMIC_KEYS
 from .config_names import LISTENER_KEYS, known_key, listener_key
@@ -314,26 +313,6 @@ class BrokerConfig(Mapping[str, Any]):
     def control_plane_listener(self) -> ListenerConfig | None:
         name = self.control_plane_listener_name
         return next((lis for lis in self._listeners if lis.name == name), None)
-
-    def connection_limits(self) -> ConnectionLimits:
-        """The network layer's connection limits from this config."""
-
-        def per_listener(key: str) -> dict[str, int]:
-            out = {}
-            for lc in self.listeners:
-                value = self.listener_setting(lc.name, key)
-                if value is not None:
-                    out[lc.name] = int(value)
-            return out
-
-        return ConnectionLimits(
-            max_connections=self["max.connections"],
-            per_listener=per_listener("max.connections"),
-            max_per_ip=self["max.connections.per.ip"],
-            per_ip_overrides=self.max_connections_per_ip_overrides,
-            max_creation_rate=self["max.connection.creation.rate"],
-            per_listener_rate=per_listener("max.connection.creation.rate"),
-        )
 
     @property
     def log_dirs(self) -> list[Path]:

@@ -87,6 +87,7 @@ class BrokerMetrics:
         self._memory_probe: MemoryPoolProbe | None = None
         self._authorization_probe: AuthorizationProbe | None = None
         self._log_cleaner_probe: Callable[[], dict[str, Any]] | None = None
+        self._cluster_probe: Callable[[], dict[str, Any]] | None = None
         self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
         self.handler_samplers = {
             name: HandlerSampler(self.window, pool) for name, (_, pool) in handler_pools.items()
@@ -170,6 +171,14 @@ class BrokerMetrics:
     def set_memory_pool(self, probe: MemoryPoolProbe | None) -> None:
         """Where MemoryPoolAvailable / MemoryPoolUsed come from (None: no pool)."""
         self._memory_probe = probe
+
+    def set_cluster(self, probe: Callable[[], dict[str, Any]] | None) -> None:
+        """Where the ``cluster`` section (controller, brokers, offline partitions) comes
+        from."""
+        self._cluster_probe = probe
+
+    def cluster(self) -> dict[str, Any] | None:
+        return self._cluster_probe() if self._cluster_probe is not None else None
 
     def set_log_cleaner(self, probe: Callable[[], dict[str, Any]] | None) -> None:
         """Where the ``log_cleaner`` section (the cleaner's figures) comes from."""

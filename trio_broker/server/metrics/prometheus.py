@@ -328,6 +328,21 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
         fetches.add_metric([kind], fs[f"{kind}_fetches"])
     yield fetches
     yield from _log_cleaner(s["log_cleaner"])
+    if s.get("cluster") is not None:
+        yield from _cluster(s["cluster"])
+
+
+def _cluster(c: dict[str, Any]) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "kafka_controller_active_controller_count",
+        "1 on the broker that is the cluster's controller (ActiveControllerCount)",
+        value=1 if c["active_controller"] else 0,
+    )
+    yield GaugeMetricFamily(
+        "kafka_controller_offline_partitions_count",
+        "Partitions without a leader (OfflinePartitionsCount)",
+        value=c["offline_partitions"],
+    )
 
 
 def _log_cleaner(lc: dict[str, Any]) -> Iterator[Metric]:

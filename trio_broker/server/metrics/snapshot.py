@@ -83,6 +83,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         "broker_errors": _broker_errors(metrics),
         "fetch_sessions": _fetch_sessions(metrics),
         "log_cleaner": metrics.log_cleaner(),
+        "cluster": metrics.cluster(),
     }
 
 
