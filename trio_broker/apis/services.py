@@ -128,6 +128,17 @@ class ReadItem(NamedTuple):
     last_fetched_epoch: int = -1  # checked against the log's epochs (-1: not checked)
 
 
+@dataclass(frozen=True, slots=True)
+class LogDirInfo:
+    """One log directory, as DescribeLogDirs reports it."""
+
+    path: str
+    error_code: int
+    partitions: list[tuple[str, int, int]]  # topic, partition, size in bytes
+    total_bytes: int = -1
+    usable_bytes: int = -1
+
+
 @dataclass(slots=True)
 class ReadResult:
     """The outcome of reading one partition (Fetch): records leave as buffers or file
@@ -282,6 +293,11 @@ class BrokerView(Protocol):
     ) -> list[tuple[int, int, int]]:
         """(error, epoch, end offset) for each (topic, partition, leader epoch, current
         leader epoch or -1): OffsetForLeaderEpoch, answered without waiting."""
+        ...
+
+    async def log_dirs(self, wanted: Mapping[str, Sequence[int]] | None) -> list[LogDirInfo]:
+        """Each log directory with the partitions it holds (those of ``wanted``; all for
+        None) and its volume's size."""
         ...
 
     async def delete_records_many(

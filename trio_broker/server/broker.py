@@ -275,6 +275,7 @@ class Broker:
         self.produce_many = data.produce_many
         self.read_many = data.read_many
         self.log_size = data.log_size
+        self.log_dirs = data.log_dirs
         self.list_offsets_many = offsets.list_offsets_many
         self.delete_records_many = offsets.delete_records_many
         self.epoch_end_offsets = offsets.epoch_end_offsets

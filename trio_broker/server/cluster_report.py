@@ -11,10 +11,28 @@ Reads only; cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .broker import Broker
+from ..apis.services import BrokerEndpoint, TopicInfo
+from .cluster_state import ClusterState
+from .zk.membership import ZkMembership
+
+
+class Broker(Protocol):
+    """What the report reads of the broker."""
+
+    zk: ZkMembership | None
+    cluster: ClusterState
+    cluster_id: str
+    broker_id: int
+
+    @property
+    def controller_id(self) -> int: ...
+
+    def topics(self) -> Sequence[TopicInfo]: ...
+
+    def endpoints(self, listener: str) -> Sequence[BrokerEndpoint]: ...
 
 
 def cluster_figures(broker: Broker) -> dict[str, Any]:

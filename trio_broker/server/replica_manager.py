@@ -15,13 +15,15 @@ parked fetches complete as soon as their bytes exist.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import trio
 
-from ..apis.services import ReadItem, ReadResult, TopicInfo, WriteResult
+from ..apis.services import LogDirInfo, ReadItem, ReadResult, TopicInfo, WriteResult
 from ..log.config import LogConfig
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
@@ -413,6 +415,37 @@ class ReplicaManager:
         readiness checks of parked fetches."""
         plog = self.partition(topic, partition)
         return -1 if plog is None else plog.size_bytes
+
+    async def log_dirs(self, wanted: Mapping[str, Sequence[int]] | None) -> list[LogDirInfo]:
+        """DescribeLogDirs: each log dir, the partitions in it (of ``wanted``, or all)
+        with their sizes, and its volume's total and usable bytes (``statvfs``, on an io
+        thread). A dir holding an offline log, or whose volume cannot be read, is
+        KAFKA_STORAGE_ERROR, as Kafka reports an offline dir."""
+        assert self.logs is not None
+        by_dir: dict[Path, list[tuple[str, int, int]]] = {d: [] for d in self.logs.log_dirs}
+        offline: set[Path] = set()
+        for (topic, partition), plog in self._all_logs():
+            parent = plog.directory.parent
+            if plog.offline:
+                offline.add(parent)
+            elif wanted is None or partition in wanted.get(topic, ()):
+                by_dir.setdefault(parent, []).append((topic, partition, plog.size_bytes))
+
+        def volume(d: Path) -> tuple[str, tuple[int, int] | None]:
+            path = str(d.resolve())  # Kafka reports the absolute path
+            try:
+                st = os.statvfs(d)
+            except OSError:
+                return path, None
+            return path, (st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize)
+
+        found = await self.io.run(lambda: [volume(d) for d in by_dir])
+        return [
+            LogDirInfo(path, ErrorCode.KAFKA_STORAGE_ERROR, [])
+            if d in offline or size is None
+            else LogDirInfo(path, ErrorCode.NONE, sorted(parts), *size)
+            for (d, parts), (path, size) in zip(by_dir.items(), found, strict=True)
+        ]
 
     # ------------------------------------------------------------- maintenance
 
