@@ -5,7 +5,6 @@ refused, and a broker whose session expires fenced at once, then back in a new s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,28 +15,6 @@ from trio_broker.server.zk import layout
 from trio_broker.server.zk.coordinator import BrokerIdTaken, ClusterIdMismatch, ZkCoordinator
 from trio_broker.server.zk.session import ZkSession, ZkState
 from trio_broker.tools.zookeeper import ZooKeeperServer
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
-    yield server
-    server.stop()
-
-
-_chroots = iter(range(1_000_000))
-
-
-@pytest.fixture
-def connect(zookeeper: ZooKeeperServer) -> str:
-    """A chroot of its own per test (Kafka's ``host:port/path`` form), created first."""
-    chroot = f"/test{next(_chroots)}"
-    client = KazooClient(hosts=zookeeper.connect)
-    client.start(30)
-    client.ensure_path(chroot)
-    client.stop()
-    client.close()
-    return zookeeper.connect + chroot
 
 
 async def open_session(connect: str) -> ZkSession:

@@ -20,35 +20,17 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kazoo.client import KazooClient
 
-from trio_broker.tools.zookeeper import ZooKeeperServer
-
 from ..support.brokers import BrokerProcess
 
 SESSION_MS = 4000  # how soon a killed broker's registration expires
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
-    yield server
-    server.stop()
-
-
-_chroots = iter(range(1_000_000))
-
-
 @pytest.fixture
-def zk(zookeeper: ZooKeeperServer) -> Iterator[tuple[str, KazooClient]]:
-    """A chroot per test (``host:port/path``, as Kafka takes it) and a client inside it."""
-    chroot = f"/cluster{next(_chroots)}"
-    root = KazooClient(hosts=zookeeper.connect)
-    root.start(30)
-    root.ensure_path(chroot)
-    root.stop()
-    root.close()
-    client = KazooClient(hosts=zookeeper.connect + chroot)
+def zk(connect: str) -> Iterator[tuple[str, KazooClient]]:
+    """The test's chroot and a client inside it."""
+    client = KazooClient(hosts=connect)
     client.start(30)
-    yield zookeeper.connect + chroot, client
+    yield connect, client
     client.stop()
     client.close()
 

@@ -107,11 +107,14 @@ def encode(obj: Message, version: int) -> bytes:
 
 
 def has_default_tagged_struct(obj: Struct, version: int) -> bool:
-    """Whether a tagged struct-valued field anywhere in ``obj`` equals its default."""
+    """Whether a tagged struct-valued (or uuid) field anywhere in ``obj`` equals its
+    default."""
     for f in obj.__fields__:
         if not f.exists_in(version):
             continue
         value = getattr(obj, f.name)
+        if f.is_tagged_in(version) and f.type == "uuid" and value == ZERO_UUID:
+            return True  # FetchRequest v17's ReplicaDirectoryId
         item = f.type.item if isinstance(f.type, ArrayOf) else f.type
         if not isinstance(item, type):
             continue
