@@ -32,14 +32,13 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from trio_broker.records.header import BatchHeader
 from trio_broker.records.reader import DecodedRecord, iter_records
 from trio_broker.records.retain import delete_horizon, empty_batch, retained_batch
 from trio_broker.records.stamping import StampedRecords
 
-from .files import atomic_write
+from .checkpoint import CLEANER_CHECKPOINT_FILE, read_first_dirty, write_first_dirty
 from .log_view import SegmentGone, reference
 from .offset_map import OffsetMap
 from .partition_log import PartitionLog
@@ -47,20 +46,8 @@ from .scan import BatchScanner, pread_exact
 from .segment import LogSegment
 from .swap import CLEANED_SUFFIX, discard_cleaned
 
-CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+CHECKPOINT_FILE = CLEANER_CHECKPOINT_FILE
 _WRITE_CHUNK = 1 << 20
-
-
-def read_first_dirty(directory: Path) -> int | None:
-    """The offset the last pass cleaned up to, None if the log was never cleaned."""
-    try:
-        return int((directory / CHECKPOINT_FILE).read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-def write_first_dirty(directory: Path, offset: int) -> None:
-    atomic_write(directory / CHECKPOINT_FILE, f"{offset}\n".encode())
 
 
 @dataclass(frozen=True, slots=True)

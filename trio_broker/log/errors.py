@@ -41,3 +41,28 @@ class CorruptIndex(LogError):
     """An index file that fails its sanity check; the loader rebuilds it."""
 
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class ReplicaGap(LogError):
+    """A follower was given batches that start above its log end (offsets are missing)."""
+
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+    def __init__(self, first_offset: int, log_end_offset: int) -> None:
+        super().__init__(
+            f"the batches start at offset {first_offset}, above the log end {log_end_offset}"
+        )
+        self.first_offset = first_offset
+        self.log_end_offset = log_end_offset
+
+
+class ReplicaOverlap(LogError):
+    """A follower was given a batch that starts below its log end and ends above it: the
+    replica's batches do not line up with the leader's."""
+
+    def __init__(self, first_offset: int, log_end_offset: int) -> None:
+        super().__init__(
+            f"the batch at offset {first_offset} straddles the log end {log_end_offset}"
+        )
+        self.first_offset = first_offset
+        self.log_end_offset = log_end_offset

@@ -6,7 +6,9 @@ diverging epoch of a fetch (KIP-279, KIP-320, KIP-595). An entry (epoch, start o
 added, and the file rewritten, when a batch is appended with a leader epoch larger than
 the last one; the file is written *before* that batch, so after a crash it never lacks an
 epoch the log holds (an entry at or beyond the log end is dropped on load). Moving the log
-start offset drops the entries wholly below it. A missing or unreadable file is rebuilt
+start offset drops the entries wholly below it; truncating the log drops those at or
+after its new end (``truncate_from_end``, after the log was cut), and a full truncation
+removes the file (``clear``). A missing or unreadable file is rebuilt
 from the batch headers (their ``partition_leader_epoch``).
 
 Readers never lock: every change publishes a new tuple of entries. Writers are serialized
@@ -77,6 +79,29 @@ class LeaderEpochCache:
         written."""
         if self._add(epoch, start_offset):
             self._write()
+
+    def assign_all(self, entries: Iterable[Entry]) -> None:
+        """``assign`` for several (epoch, start offset) in order (a follower's batches),
+        the file written once."""
+        added = False
+        for epoch, start_offset in entries:
+            added = self._add(epoch, start_offset) or added
+        if added:
+            self._write()
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """The log was cut to end at ``end_offset``: drop the epochs starting at or after
+        it (durably). Raises ``OSError`` if the file cannot be written."""
+        kept = tuple(e for e in self._entries if e[1] < end_offset)
+        if kept != self._entries:
+            self._entries = kept
+            self._write()
+
+    def clear(self) -> None:
+        """Forget every epoch and remove the file (a missing file is rebuilt from the
+        batches on load, and the log holds none now)."""
+        self._entries = ()
+        self._path.unlink(missing_ok=True)
 
     def _add(self, epoch: int, start_offset: int) -> bool:
         entries = self._entries

@@ -1,10 +1,12 @@
 """The log of one partition: ordered segments in ``<topic>-<partition>/``.
 
-Owns: offset assignment and appends (serialized by a lock, rolled by size, time and index
-capacity, fsynced every ``flush.messages``), the log start offset (DeleteRecords,
-retention), recovery point, checkpoint, leader epochs (``leader_epochs``), closing,
-deleting, swapping in cleaned segments; and the reads, lock-free, on the immutable
-``LogView`` it publishes after each change (the reading itself is ``log_view``'s: whole
+Owns: ``PartitionLog`` (on ``log_core.LogCore``, which holds the state, rolling, flushing,
+checkpoints, retention and end of life): opening and loading, offset assignment and
+appends (serialized by a lock, rolled by size, time and index capacity, fsynced every
+``flush.messages``), a follower's appends of the leader's batches as they are, the leader
+epochs (``leader_epochs``), truncation (a replica cutting what diverged from its leader),
+producer state, swapping in cleaned segments; and the reads, lock-free, on the immutable
+``LogView`` published after each change (the reading itself is ``log_view``'s: whole
 committed batches as ``FileRegion``s, timestamp lookups). A reader sees only batches fully
 written (and fsynced, when the flush policy asks) before the view was published. Every
 public method is thread-safe: the server calls them from worker threads. Failures of the
@@ -17,34 +19,24 @@ trio.
 from __future__ import annotations
 
 import logging
-import shutil
-import threading
 import time
 from bisect import bisect_right
 from collections.abc import Callable
-from contextlib import suppress
 from pathlib import Path
 
 from trio_broker.protocol.primitives import FileRegion
-from trio_broker.records.stamping import assign_offsets
-from trio_broker.records.validation import ValidatedRecords
+from trio_broker.records.stamping import StampedRecords, as_stored, assign_offsets
+from trio_broker.records.validation import ValidatedRecords, stored_batches
 
-from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
+from .checkpoint import PartitionCheckpoint, read_first_dirty, write_checkpoint, write_first_dirty
 from .config import LogConfig
-from .errors import LogClosed, LogStorageError, OffsetOutOfRange
+from .errors import LogStorageError, OffsetOutOfRange, ReplicaGap, ReplicaOverlap
 from .files import fsync_dir
 from .leader_epochs import LeaderEpochCache
-from .loader import LoadStats, load_segments
-from .log_view import (
-    LogView,
-    SegmentGone,
-    max_timestamp_in,
-    offset_for_timestamp,
-    read_batches,
-)
-from .producer_state import ProducerStateManager
+from .loader import load_segments
+from .log_core import LogCore
+from .log_view import LogView, SegmentGone, max_timestamp_in, offset_for_timestamp, read_batches
 from .results import AppendInfo, ReadInfo
-from .retention import segments_to_delete
 from .segment import LogSegment, SegmentDamaged, headers_from
 from .swap import commit_cleaned, discard_cleaned, install_swap
 
@@ -53,39 +45,8 @@ logger = logging.getLogger(__name__)
 _READ_RETRIES = 8
 
 
-class PartitionLog:
+class PartitionLog(LogCore):
     """Segments of one partition on disk. Create with ``PartitionLog.open``."""
-
-    def __init__(
-        self,
-        directory: Path,
-        config: LogConfig,
-        segments: list[LogSegment],
-        log_start_offset: int,
-        recovery_point: int,
-        stats: LoadStats,
-        now_ms: int,
-    ) -> None:
-        self.directory = directory
-        self._config = config
-        self._lock = threading.Lock()
-        self._segments = segments
-        self._log_start = log_start_offset
-        self._recovery_point = recovery_point
-        self.load_stats = stats
-        self._checkpointed = read_checkpoint(directory)
-        self._unflushed = 0
-        self._last_flush_ms = now_ms
-        self._dir_dirty = False
-        self._closed = False
-        self._offline: str | None = None
-        self._seg_tuple: tuple[LogSegment, ...] = ()
-        self._bases: tuple[int, ...] = ()
-        self._segments_changed()
-        self._producers = ProducerStateManager(directory)
-        self._epochs = LeaderEpochCache(directory)
-        # Told how long each fsync took, in ms (the broker's LogFlushRateAndTimeMs).
-        self.flush_listener: Callable[[float], None] | None = None
 
     @classmethod
     def open(
@@ -132,88 +93,6 @@ class PartitionLog:
         self._producers.replay(headers_from(self._segments, start), now_ms)
         self._producers.truncate_head(self._log_start)
 
-    # -- state -------------------------------------------------------------------------
-
-    def _segments_changed(self) -> None:
-        self._seg_tuple = tuple(self._segments)
-        self._bases = tuple(s.base_offset for s in self._segments)
-        self._publish()
-
-    def _publish(self) -> None:
-        active = self._segments[-1]
-        self._view = LogView(
-            self._seg_tuple, self._bases, active.size, self._log_start, active.next_offset
-        )
-
-    @property
-    def config(self) -> LogConfig:
-        return self._config
-
-    def reconfigure(self, config: LogConfig) -> None:
-        """Use ``config`` from now on (index settings apply to new segments)."""
-        with self._lock:
-            self._config = config
-
-    @property
-    def log_start_offset(self) -> int:
-        return self._view.log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._view.log_end_offset
-
-    @property
-    def high_watermark(self) -> int:
-        """A single replica: everything appended is committed."""
-        return self._view.log_end_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        """No transactions yet: the high watermark."""
-        return self._view.log_end_offset
-
-    @property
-    def recovery_point(self) -> int:
-        return self._recovery_point
-
-    @property
-    def unflushed_messages(self) -> int:
-        return self._unflushed
-
-    @property
-    def size_bytes(self) -> int:
-        view = self._view
-        return sum(view.size_of(i) for i in range(len(view.segments)))
-
-    @property
-    def segment_base_offsets(self) -> tuple[int, ...]:
-        return self._view.bases
-
-    @property
-    def view(self) -> LogView:
-        """The latest published picture of the log (the cleaner reads sealed segments)."""
-        return self._view
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def offline(self) -> bool:
-        return self._offline is not None
-
-    def _check_usable(self) -> None:
-        if self._closed:
-            raise LogClosed(f"{self.directory.name}: log is closed")
-        if self._offline is not None:
-            raise LogStorageError(f"{self.directory.name}: log is offline: {self._offline}")
-
-    def _storage_error(self, what: str, exc: OSError) -> LogStorageError:
-        if isinstance(exc, SegmentDamaged):
-            self._offline = str(exc)
-            logger.error("%s: %s failed and could not be undone: %s", self.directory, what, exc)
-        return LogStorageError(f"{self.directory.name}: {what} failed: {exc}")
-
     # -- appending ---------------------------------------------------------------------
 
     def append(self, records: ValidatedRecords, *, leader_epoch: int, now_ms: int) -> AppendInfo:
@@ -226,12 +105,8 @@ class PartitionLog:
     ) -> AppendInfo:
         self._check_usable()
         config = self._config
-        log_end = self._segments[-1].next_offset
-        rolled = False
-        if self._segments[-1].should_roll(
-            config, records.size, log_end + records.record_count - 1, now_ms
-        ):
-            rolled = self._roll_locked(now_ms)
+        log_end = self._log_end
+        rolled = self._maybe_roll_for(records.size, log_end + records.record_count - 1, now_ms)
         # The sequence rules (raise ProducerStateError); a retry gets its earlier batch.
         duplicate = self._producers.check_append([b.header for b in records.batches])
         if duplicate is not None:
@@ -250,7 +125,6 @@ class PartitionLog:
             self._epochs.assign(leader_epoch, log_end)  # durably, before the batch
         except OSError as exc:
             raise self._storage_error("leader epoch checkpoint", exc) from exc
-        active = self._segments[-1]
         append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else None
         stamped = assign_offsets(
             records,
@@ -258,11 +132,32 @@ class PartitionLog:
             leader_epoch=leader_epoch,
             log_append_time_ms=append_time,
         )
+        self._write_locked(stamped, records.record_count, now_ms)
+        return AppendInfo(
+            first_offset=stamped.first_offset,
+            last_offset=stamped.last_offset,
+            log_append_time_ms=-1 if append_time is None else append_time,
+            log_start_offset=self._log_start,
+            record_count=records.record_count,
+            size_bytes=stamped.size,
+            max_timestamp=stamped.max_timestamp,
+            offset_of_max_timestamp=stamped.offset_of_max_timestamp,
+            rolled=rolled,
+        )
+
+    def _maybe_roll_for(self, size: int, last_offset: int, now_ms: int) -> bool:
+        if self._segments[-1].should_roll(self._config, size, last_offset, now_ms):
+            return self._roll_locked(now_ms)
+        return False
+
+    def _write_locked(self, stamped: StampedRecords, record_count: int, now_ms: int) -> None:
+        """Write, fsync if ``flush.messages`` says so, commit, update producers, publish."""
+        active = self._segments[-1]
         try:
             pending = active.write(stamped)
         except OSError as exc:
             raise self._storage_error("append", exc) from exc
-        flush = self._unflushed + records.record_count >= config.flush_interval_messages
+        flush = self._unflushed + record_count >= self._config.flush_interval_messages
         if flush:
             try:
                 self._fsync_locked()
@@ -278,111 +173,96 @@ class PartitionLog:
             if header.producer_id >= 0:
                 self._producers.update(header, now_ms)
         if flush:
-            self._recovery_point = stamped.last_offset + 1
+            self._set_recovery_point(stamped.last_offset + 1)
             self._unflushed = 0
             self._last_flush_ms = now_ms
         else:
-            self._unflushed += records.record_count
+            self._unflushed += record_count
         self._publish()
+
+    def append_as_follower(
+        self, data: bytes | memoryview, *, now_ms: int, allow_gap: bool = False
+    ) -> AppendInfo:
+        """Append the leader's batches (a fetch response's records) exactly as it stored
+        them: offsets, leader epochs, timestamps and bytes kept; no producer sequence
+        checks (producer state is updated from the headers), no size limit.
+
+        Each batch is checked by header and CRC (``records.stored_batches``: a damaged one
+        raises ``RecordsError`` and nothing is appended); a partial batch at the end is
+        left out. Batches ending below the log end are skipped (already here). If the
+        first remaining batch starts above the log end, raises ``ReplicaGap`` unless
+        ``allow_gap``: a compacted leader has no batch for offsets its cleaner removed, so
+        a fetch at the log end may be answered from a later offset (pass it when the
+        response answers a fetch at the current log end; Kafka's follower accepts that).
+        A first batch straddling the log end is taken only by an empty log (after
+        ``truncate_fully_and_start_at`` inside a batch): the log restarts at the batch's
+        base offset, its log start offset kept, as Kafka's follower does; otherwise
+        ``ReplicaOverlap``. Leader epochs newer than the latest are recorded, durably,
+        before the batches are written. Rolls and flushes as ``append``.
+
+        Returns the offsets appended. When nothing is (an empty or all-duplicate
+        response): ``record_count`` 0, ``first_offset`` the log end, ``last_offset`` one
+        less, timestamps -1.
+        """
+        view = memoryview(data)
+        batches = stored_batches(view)  # before the lock: CPU only
+        with self._lock:
+            self._check_usable()
+            log_end = self._log_end
+            kept = tuple(b for b in batches if b.header.next_offset > log_end)
+            if not kept:
+                return self._nothing_appended(log_end)
+            first = kept[0].header
+            if first.base_offset > log_end and not allow_gap:
+                raise ReplicaGap(first.base_offset, log_end)
+            if first.base_offset < log_end:
+                if log_end != self._log_start:
+                    raise ReplicaOverlap(first.base_offset, log_end)
+                start = self._log_start
+                self._truncate_fully_locked(first.base_offset, now_ms, start, publish=False)
+            stamped = as_stored(view, kept)
+            record_count = sum(b.header.records_count for b in kept)
+            rolled = self._maybe_roll_for(stamped.size, stamped.last_offset, now_ms)
+            try:  # durably, before the batches
+                self._epochs.assign_all(
+                    (b.header.partition_leader_epoch, b.header.base_offset) for b in kept
+                )
+            except OSError as exc:
+                raise self._storage_error("leader epoch checkpoint", exc) from exc
+            self._write_locked(stamped, record_count, now_ms)
+            return AppendInfo(
+                first_offset=stamped.first_offset,
+                last_offset=stamped.last_offset,
+                log_append_time_ms=-1,
+                log_start_offset=self._log_start,
+                record_count=record_count,
+                size_bytes=stamped.size,
+                max_timestamp=stamped.max_timestamp,
+                offset_of_max_timestamp=stamped.offset_of_max_timestamp,
+                rolled=rolled,
+            )
+
+    def _nothing_appended(self, log_end: int) -> AppendInfo:
         return AppendInfo(
-            first_offset=stamped.first_offset,
-            last_offset=stamped.last_offset,
-            log_append_time_ms=-1 if append_time is None else append_time,
+            first_offset=log_end,
+            last_offset=log_end - 1,
+            log_append_time_ms=-1,
             log_start_offset=self._log_start,
-            record_count=records.record_count,
-            size_bytes=stamped.size,
-            max_timestamp=stamped.max_timestamp,
-            offset_of_max_timestamp=stamped.offset_of_max_timestamp,
-            rolled=rolled,
+            record_count=0,
+            size_bytes=0,
+            max_timestamp=-1,
+            offset_of_max_timestamp=-1,
         )
 
-    def _roll_locked(self, now_ms: int) -> bool:
-        active = self._segments[-1]
-        if active.size == 0:
-            return False
-        try:
-            active.seal()
-            new = LogSegment.create(self.directory, active.next_offset, self._config, now_ms)
-        except OSError as exc:
-            raise self._storage_error("roll", exc) from exc
-        self._segments.append(new)
-        self._dir_dirty = True
-        self._segments_changed()
-        try:
-            self._producers.take_snapshot(new.base_offset)
-        except OSError as exc:
-            logger.warning("%s: producer state snapshot failed: %s", self.directory, exc)
-        return True
-
-    def maybe_roll(self, now_ms: int) -> bool:
-        """Roll the active segment if it is older than ``segment.ms``."""
+    def assign_epoch(self, epoch: int) -> None:
+        """This replica leads from ``epoch`` on: record (durably) that the epoch starts at
+        the log end, if it is newer than the latest (Kafka's leader on election)."""
         with self._lock:
             self._check_usable()
-            active = self._segments[-1]
-            if active.size and now_ms - active.roll_basis_ms > self._config.roll_ms:
-                return self._roll_locked(now_ms)
-            return False
-
-    def roll(self, now_ms: int) -> bool:
-        """Roll now (if the active segment holds anything)."""
-        with self._lock:
-            self._check_usable()
-            return self._roll_locked(now_ms)
-
-    # -- durability --------------------------------------------------------------------
-
-    def _fsync_locked(self) -> None:
-        began = time.perf_counter()
-        start = max(0, bisect_right(self._bases, self._recovery_point) - 1)
-        for seg in self._segments[start:]:
-            seg.flush()
-        if self._dir_dirty:
-            fsync_dir(self.directory)
-            self._dir_dirty = False
-        listener = self.flush_listener
-        if listener is not None:
-            listener((time.perf_counter() - began) * 1000)
-
-    def flush(self, now_ms: int | None = None) -> None:
-        """fsync everything appended so far; the recovery point moves to the log end."""
-        with self._lock:
-            self._check_usable()
-            self._flush_locked(now_ms)
-
-    def _flush_locked(self, now_ms: int | None) -> None:
-        try:
-            self._fsync_locked()
-        except OSError as exc:
-            raise self._storage_error("flush", exc) from exc
-        self._recovery_point = self._segments[-1].next_offset
-        self._unflushed = 0
-        if now_ms is not None:
-            self._last_flush_ms = now_ms
-
-    def flush_if_due(self, now_ms: int) -> bool:
-        """Flush when ``flush.ms`` has passed since the last flush and data is unflushed."""
-        interval = self._config.flush_interval_ms
-        if interval is None or self._unflushed == 0 or now_ms - self._last_flush_ms < interval:
-            return False
-        with self._lock:
-            self._check_usable()
-            self._flush_locked(now_ms)
-        return True
-
-    def checkpoint(self) -> None:
-        """Persist the recovery point and log start offset if they changed."""
-        with self._lock:
-            self._checkpoint_locked()
-
-    def _checkpoint_locked(self) -> None:
-        current = PartitionCheckpoint(self._recovery_point, self._log_start)
-        if current == self._checkpointed:
-            return
-        try:
-            write_checkpoint(self.directory, current)
-        except OSError as exc:
-            raise self._storage_error("checkpoint", exc) from exc
-        self._checkpointed = current
+            try:
+                self._epochs.assign(epoch, self._log_end)
+            except OSError as exc:
+                raise self._storage_error("leader epoch checkpoint", exc) from exc
 
     # -- reading -----------------------------------------------------------------------
 
@@ -429,8 +309,8 @@ class PartitionLog:
                 regions=regions,
                 size_bytes=sum(r.length for r in regions),
                 next_fetch_offset=next_offset,
-                high_watermark=view.log_end_offset,
-                last_stable_offset=view.log_end_offset,
+                high_watermark=self._high_watermark_in(view),
+                last_stable_offset=self._high_watermark_in(view),
                 log_start_offset=view.log_start_offset,
                 log_end_offset=view.log_end_offset,
             )
@@ -460,56 +340,6 @@ class PartitionLog:
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch (``LeaderEpochCache.end_offset_for``). Lock-free."""
         return self._epochs.end_offset_for(epoch, self._view.log_end_offset)
-
-    # -- deletion ----------------------------------------------------------------------
-
-    def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords: move the log start offset to ``offset`` (<= high watermark) and
-        delete the segments wholly below it. Returns the new log start offset."""
-        with self._lock:
-            self._check_usable()
-            log_end = self._segments[-1].next_offset
-            if offset < 0 or offset > log_end:
-                raise OffsetOutOfRange(offset, self._log_start, log_end)
-            if offset <= self._log_start:
-                return self._log_start
-            self._log_start = offset
-            count = 0
-            while (
-                count < len(self._segments) - 1 and self._segments[count + 1].base_offset <= offset
-            ):
-                count += 1
-            self._remove_oldest_locked(count)
-            return self._log_start
-
-    def apply_retention(self, now_ms: int) -> int:
-        """Delete old segments by ``retention.ms`` and ``retention.bytes`` when the policy
-        has ``delete``, and those below the log start offset (never the active one); the
-        log start offset moves. Returns how many segments were deleted."""
-        with self._lock:
-            if self._closed or self._offline is not None:
-                return 0
-            count = segments_to_delete(self._segments, self._config, now_ms, self._log_start)
-            if count:
-                self._remove_oldest_locked(count)
-            return count
-
-    def _remove_oldest_locked(self, count: int) -> None:
-        removed = self._segments[:count]
-        del self._segments[:count]
-        self._log_start = max(self._log_start, self._segments[0].base_offset)
-        self._segments_changed()
-        self._checkpoint_locked()
-        self._producers.truncate_head(self._log_start)
-        try:
-            self._epochs.trim_start(self._log_start)
-        except OSError as exc:  # rewritten at the next change or load; never understates
-            logger.warning("%s: leader epoch checkpoint: %s", self.directory, exc)
-        for segment in removed:
-            try:
-                segment.delete()
-            except OSError as exc:  # the checkpoint already excludes it
-                logger.warning("%s: could not delete %s: %s", self.directory, segment, exc)
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for ``producer.id.expiration.ms``."""
@@ -545,54 +375,111 @@ class PartitionLog:
             old.close()  # its files were replaced; readers' handles keep the old data
             return True
 
-    @property
-    def producer_count(self) -> int:
-        return len(self._producers.producers)
+    # -- truncation: a replica cutting what diverged from its leader --------------------
 
-    # -- end of life -------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> bool:
+        """Kafka's truncateTo: every batch whose last offset is >= ``offset`` goes; the log
+        end becomes the base offset of the batch holding ``offset`` (or the end of the last
+        batch before it, when the cleaner left a gap), so <= ``offset``. Nothing happens
+        (False) if ``offset`` >= the log end. Below the log start offset (or when the cut
+        would fall below it, the batch holding ``offset`` also holding the log start) it is
+        ``truncate_fully_and_start_at``. True if anything was removed.
 
-    def close(self) -> None:
-        """Flush, checkpoint (recovery point = log end) and close. Regions still out keep
-        their files open until released."""
+        The steps, and what a crash after each leaves (the loader makes each whole):
+        1. the checkpoint is written with recovery point and high watermark at most the
+           new end: the old log loads, the checkpoint understating it;
+        2. the segments above the cut are deleted, the highest first: a shorter log loads;
+        3. the segment holding the cut is cut, its indexes rebuilt by a walk, fsynced: a
+           torn cut or stale indexes are what recovery rebuilds (it walks the last segment);
+        4. leader epochs starting at or after the new end are dropped: on load, epochs at
+           or past the log end are dropped anyway;
+        5. producer snapshots above the new end are deleted and the state rebuilt from the
+           newest left: on load, snapshots past the log end are deleted anyway;
+        6. the cleaner's checkpoint is clamped to the new end, the folder fsynced, the new
+           checkpoint written and the view published. A failure of the disk in 2-6 takes
+           the log offline (reopening it loads what the disk holds).
+        """
         with self._lock:
-            if self._closed:
-                return
-            error: LogStorageError | None = None
-            if self._offline is None:
-                try:
-                    self._flush_locked(None)
-                    self._checkpoint_locked()
-                    self._producers.take_snapshot(self._segments[-1].next_offset)
-                except LogStorageError as exc:
-                    error = exc
-                except OSError as exc:
-                    error = LogStorageError(f"{self.directory.name}: snapshot failed: {exc}")
-            self._closed = True
-            for segment in self._segments:
-                try:
-                    segment.close()
-                except OSError as exc:
-                    logger.warning("%s: closing %s: %s", self.directory, segment, exc)
-            if error is not None:
-                raise error
-
-    def delete(self) -> None:
-        """Close without flushing and remove the folder."""
-        with self._lock:
-            self._closed = True
-            for segment in self._segments:
-                with suppress(OSError):
-                    segment.close()
+            self._check_usable()
+            if offset >= self._log_end:
+                return False
+            if offset < self._log_start:
+                self._truncate_fully_locked(offset, _wall_ms())
+                return True
+            segment = self._segments[bisect_right(self._bases, offset) - 1]
+            position, new_end = segment.cut_point(offset)
+            if new_end < self._log_start:
+                self._truncate_fully_locked(self._log_start, _wall_ms())
+                return True
+            self._recovery_point = min(self._recovery_point, new_end)
+            self._high_watermark = min(self._high_watermark, new_end)
+            self._checkpoint_locked()
             try:
-                shutil.rmtree(self.directory)
-            except FileNotFoundError:
-                pass
+                for gone in reversed(self._segments):
+                    if gone is segment:
+                        break
+                    gone.delete()
+                    self._segments.pop()
+                segment.truncate(position)
+                end = segment.next_offset
+                self._segments_changed(publish=False)
+                self._epochs.truncate_from_end(end)
+                self._load_producer_state(_wall_ms())
+                _clamp_first_dirty(self.directory, end)
+                fsync_dir(self.directory)
             except OSError as exc:
-                raise LogStorageError(f"{self.directory.name}: delete failed: {exc}") from exc
+                raise self._storage_error("truncation", SegmentDamaged(str(exc))) from exc
+            self._recovery_point = min(self._recovery_point, end)
+            self._high_watermark = min(self._high_watermark, end)
+            self._checkpoint_locked()
+            self._publish()
+            return True
 
-    def __repr__(self) -> str:
-        view = self._view
-        return (
-            f"PartitionLog({self.directory.name}, start={view.log_start_offset}, "
-            f"end={view.log_end_offset}, segments={len(view.segments)})"
-        )
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start afresh, empty, at ``offset``: log start, log end,
+        recovery point and high watermark all become ``offset``; leader epochs and producer
+        state are emptied, their files removed. A crash midway: the epoch file and producer
+        snapshots go first (a missing epoch file is rebuilt from what batches remain), then
+        the checkpoint says ``offset``, then segments go, the highest first; the loader
+        starts afresh at the checkpointed log start when no segment reaches it."""
+        with self._lock:
+            self._check_usable()
+            self._truncate_fully_locked(offset, _wall_ms())
+
+    def _truncate_fully_locked(
+        self, offset: int, now_ms: int, log_start: int | None = None, *, publish: bool = True
+    ) -> None:
+        if offset < 0:
+            raise OffsetOutOfRange(offset, self._log_start, self._log_end)
+        start = offset if log_start is None else log_start
+        try:
+            self._epochs.clear()
+            self._producers.clear()
+            checkpoint = PartitionCheckpoint(offset, start, start)
+            write_checkpoint(self.directory, checkpoint)
+            self._checkpointed = checkpoint
+            for gone in reversed(self._segments):
+                gone.delete()
+            self._segments.clear()
+            self._segments.append(LogSegment.create(self.directory, offset, self._config, now_ms))
+            _clamp_first_dirty(self.directory, offset)
+            fsync_dir(self.directory)
+        except OSError as exc:
+            raise self._storage_error("truncation", SegmentDamaged(str(exc))) from exc
+        self._log_start = start
+        self._recovery_point = offset
+        self._high_watermark = start
+        self._unflushed = 0
+        self._dir_dirty = False
+        self._segments_changed(publish)
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _clamp_first_dirty(directory: Path, end: int) -> None:
+    """The cleaner's checkpoint must not claim offsets the log no longer holds."""
+    first_dirty = read_first_dirty(directory)
+    if first_dirty is not None and first_dirty > end:
+        write_first_dirty(directory, end)

@@ -171,6 +171,12 @@ class ProducerStateManager:
         for pid in gone:
             del self.producers[pid]
 
+    def clear(self) -> None:
+        """Forget every producer and delete every snapshot (the log was emptied)."""
+        self.producers.clear()
+        for offset in self.snapshot_offsets():
+            self._delete_snapshot(offset)
+
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for ``producer.id.expiration.ms``."""
         gone = [

@@ -5,7 +5,8 @@ then commit or roll back to the committed size), keeping the sparse indexes in s
 Kafka's rule (an entry once more than ``index.interval.bytes`` were written since the last),
 locating the batch that holds an offset (index, then a walk of batch headers), loading
 at start-up (trusting the files, or recovering: CRC-checking every batch, cutting a bad
-tail and rebuilding the indexes) and deleting its files. It must not decide when to roll,
+tail and rebuilding the indexes), cutting it at a batch boundary (a replica's truncation)
+and deleting its files. It must not decide when to roll,
 flush or delete: the partition log does, holding its lock.
 """
 
@@ -444,6 +445,36 @@ class LogSegment:
         self.offset_index.write(pending.offset_entries)
         self.time_index.write(pending.time_entries)
         self.commit(pending)
+
+    # -- truncation ----------------------------------------------------------------------
+
+    def cut_point(self, offset: int) -> tuple[int, int]:
+        """Where the segment ends once every batch with an offset at or after ``offset``
+        is gone: (byte position, next offset). The next offset is the base offset when no
+        batch stays."""
+        start = self.offset_index.lookup(offset - 1)[1] if offset > self.base_offset else 0
+        for position in dict.fromkeys((start, 0)):  # an unexpected index entry: walk all
+            end_offset = self.base_offset
+            while position < self.size:
+                h = read_header(self.fd, position)
+                if h is None or position + h.size > self.size or h.last_offset >= offset:
+                    break
+                end_offset = h.next_offset
+                position += h.size
+            if end_offset > self.base_offset or position == 0:
+                return position, end_offset
+        return 0, self.base_offset
+
+    def truncate(self, position: int) -> None:
+        """Cut the file at ``position`` (a batch boundary, ``cut_point``), rebuild both
+        indexes by a walk and fsync. Concurrent readers of an older view read less."""
+        if position < self.size:
+            os.ftruncate(self.fd, position)
+            self.size = position
+        sound, _, _ = self.rebuild(verify_crc=False, min_offset=self.base_offset)
+        if not sound:
+            self.rebuild(verify_crc=True, min_offset=self.base_offset)
+        self.flush()
 
     # -- end of life ---------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ partition leader epoch. The CRC does not cover base offset and leader epoch, so 
 becomes a fresh 16-byte prefix plus the producer's own memoryview: no copy. Only with
 ``message.timestamp.type=LogAppendTime`` (or a CreateTime log receiving a batch that claims
 LogAppendTime) is a batch copied, its attributes and max timestamp rewritten and its CRC
-recomputed. It must not validate, decode records or do I/O.
+recomputed. ``as_stored`` wraps batches a follower appends unchanged. It must not validate,
+decode records or do I/O.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .header import (
     TimestampType,
     batch_crc,
 )
-from .validation import ValidatedRecords
+from .validation import BatchSlice, ValidatedRecords
 
 _PREFIX = struct.Struct(">qii")  # base_offset, batch_length, partition_leader_epoch
 _ATTRIBUTES = struct.Struct(">h")
@@ -111,6 +112,29 @@ def assign_offsets(
         size=records.size,
         first_offset=base_offset,
         last_offset=offset - 1,
+        max_timestamp=max_ts,
+        offset_of_max_timestamp=offset_of_max,
+    )
+
+
+def as_stored(data: memoryview, batches: tuple[BatchSlice, ...]) -> StampedRecords:
+    """``batches`` of ``data`` (``stored_batches``) exactly as they are: their own offsets,
+    leader epochs and timestamps, nothing copied (a follower's append)."""
+    if not batches:
+        raise ValueError("no batches")
+    first, last = batches[0], batches[-1]
+    start, end = first.position, last.position + last.header.size
+    max_ts = -1
+    offset_of_max = first.header.base_offset
+    for sliced in batches:
+        if sliced.header.max_timestamp > max_ts:
+            max_ts, offset_of_max = sliced.header.max_timestamp, sliced.header.base_offset
+    return StampedRecords(
+        parts=[data[start:end]],
+        headers=[b.header for b in batches],
+        size=end - start,
+        first_offset=first.header.base_offset,
+        last_offset=last.header.last_offset,
         max_timestamp=max_ts,
         offset_of_max_timestamp=offset_of_max,
     )

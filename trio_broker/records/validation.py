@@ -3,7 +3,9 @@
 Owns: ``validate_batches`` and its result ``ValidatedRecords``. Each batch is checked for a
 sane length, magic 2, a known codec, its CRC-32C, ``records_count == last_offset_delta + 1``
 and a size within ``max_batch_bytes``; records are never decoded and compressed batches stay
-compressed. It must not assign offsets (see ``stamping``) or know about logs and requests.
+compressed. Also ``stored_batches``: the same checks for batches a replica fetched from a
+leader's log (kept offsets, records the cleaner removed, a partial last batch left out). It
+must not assign offsets (see ``stamping``) or know about logs and requests.
 """
 
 from __future__ import annotations
@@ -69,8 +71,14 @@ def _fail(code: ErrorCode, message: str) -> RecordsError:
     return RecordsError(code, message)
 
 
-def check_batch_at(data: memoryview, position: int, *, max_batch_bytes: int) -> BatchHeader:
-    """Validate the batch starting at ``position`` of ``data``; returns its header."""
+def check_batch_at(
+    data: memoryview, position: int, *, max_batch_bytes: int, stored: bool = False
+) -> BatchHeader:
+    """Validate the batch starting at ``position`` of ``data``; returns its header.
+
+    ``stored`` accepts a batch as a log keeps it: the cleaner may have removed records
+    from it (fewer records than offsets, even none).
+    """
     remaining = data.nbytes - position
     if remaining < LOG_OVERHEAD:
         raise _fail(ErrorCode.CORRUPT_MESSAGE, f"{remaining} trailing bytes are no batch")
@@ -108,13 +116,49 @@ def check_batch_at(data: memoryview, position: int, *, max_batch_bytes: int) -> 
             ErrorCode.CORRUPT_MESSAGE,
             f"unknown compression id {header.attributes & COMPRESSION_MASK}",
         )
-    if header.records_count != header.last_offset_delta + 1 or header.records_count <= 0:
+    if stored:
+        if header.last_offset_delta < 0 or not 0 <= header.records_count <= (
+            header.last_offset_delta + 1
+        ):
+            raise _fail(
+                ErrorCode.CORRUPT_MESSAGE,
+                f"batch at byte {position} holds {header.records_count} records for "
+                f"{header.last_offset_delta + 1} offsets",
+            )
+    elif header.records_count != header.last_offset_delta + 1 or header.records_count <= 0:
         raise _fail(
             ErrorCode.INVALID_RECORD,
             f"batch holds {header.records_count} records but its last offset delta is "
             f"{header.last_offset_delta}",
         )
     return header
+
+
+def stored_batches(data: memoryview) -> tuple[BatchSlice, ...]:
+    """The whole batches of ``data`` as a log stored them (a replica's fetch): each checked
+    by header and CRC (``check_batch_at``, ``stored``), offsets increasing from batch to
+    batch (gaps allowed: compaction removes batches). A partial batch at the end, which a
+    fetch response may hold, is left out. Raises ``RecordsError``; no size limit."""
+    if not isinstance(data, memoryview):
+        data = memoryview(data)
+    batches: list[BatchSlice] = []
+    position = 0
+    next_offset = -1
+    while data.nbytes - position >= LOG_OVERHEAD:
+        (length,) = _LENGTH.unpack_from(data, position + 8)
+        if length >= 0 and length + LOG_OVERHEAD > data.nbytes - position:
+            break  # the partial batch a fetch ends with
+        header = check_batch_at(data, position, max_batch_bytes=data.nbytes, stored=True)
+        if header.base_offset < next_offset:
+            raise _fail(
+                ErrorCode.CORRUPT_MESSAGE,
+                f"batch at byte {position} starts at offset {header.base_offset}, below "
+                f"{next_offset}",
+            )
+        batches.append(BatchSlice(position, header))
+        next_offset = header.next_offset
+        position += header.size
+    return tuple(batches)
 
 
 def validate_batches(data: memoryview, *, max_batch_bytes: int) -> ValidatedRecords:

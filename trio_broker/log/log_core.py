@@ -1,0 +1,393 @@
+"""The state of one partition log and the housekeeping done under its lock.
+
+Owns: ``LogCore``, the base of ``PartitionLog``: the segment list and the ``LogView``
+published to readers after each change, log start offset, recovery point, high watermark
+(a single replica's is its log end; a replicated log's is what the partition says, kept
+within the log), the checkpoint, fsync and ``flush.messages`` / ``flush.ms``, rolling,
+removing the oldest segments (retention, DeleteRecords), closing and deleting; and the
+rule for failures of the disk: they become ``LogStorageError``, and one that leaves the
+files unknown takes the log offline. Appends, reads, lookups and truncation are
+``partition_log``'s. It must not validate records nor know about topics, requests or trio.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+
+from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
+from .config import LogConfig
+from .errors import LogClosed, LogStorageError, OffsetOutOfRange
+from .files import fsync_dir
+from .leader_epochs import LeaderEpochCache
+from .loader import LoadStats
+from .log_view import LogView
+from .producer_state import ProducerStateManager
+from .retention import segments_to_delete
+from .segment import LogSegment, SegmentDamaged
+
+logger = logging.getLogger(__name__)
+
+
+class LogCore:
+    """Shared state and locked helpers of a partition log (see ``PartitionLog``)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+        stats: LoadStats,
+        now_ms: int,
+    ) -> None:
+        self.directory = directory
+        self._config = config
+        self._lock = threading.Lock()
+        self._segments = segments
+        self._log_start = log_start_offset
+        self._recovery_point = recovery_point
+        self.load_stats = stats
+        self._checkpointed = read_checkpoint(directory)
+        self._unflushed = 0
+        self._last_flush_ms = now_ms
+        self._dir_dirty = False
+        self._closed = False
+        self._offline: str | None = None
+        self._seg_tuple: tuple[LogSegment, ...] = ()
+        self._bases: tuple[int, ...] = ()
+        self._segments_changed()
+        self._producers = ProducerStateManager(directory)
+        self._epochs = LeaderEpochCache(directory)
+        # False: the only replica, whose high watermark is its log end. True: the
+        # partition has other replicas; the high watermark is what ``set_high_watermark``
+        # said (the leader's rule, or the leader's word on a follower).
+        self.replicated = False
+        cp = self._checkpointed
+        hw = log_start_offset if cp is None else cp.high_watermark
+        if hw is None:  # a version 0 checkpoint: what was flushed was committed
+            hw = cp.recovery_point if cp is not None else log_start_offset
+        self._high_watermark = min(max(hw, log_start_offset), segments[-1].next_offset)
+        # Told how long each fsync took, in ms (the broker's LogFlushRateAndTimeMs).
+        self.flush_listener: Callable[[float], None] | None = None
+
+    # -- state -------------------------------------------------------------------------
+
+    def _segments_changed(self, publish: bool = True) -> None:
+        self._seg_tuple = tuple(self._segments)
+        self._bases = tuple(s.base_offset for s in self._segments)
+        if publish:
+            self._publish()
+
+    def _publish(self) -> None:
+        active = self._segments[-1]
+        self._view = LogView(
+            self._seg_tuple, self._bases, active.size, self._log_start, active.next_offset
+        )
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Use ``config`` from now on (index settings apply to new segments)."""
+        with self._lock:
+            self._config = config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._view.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._view.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The log end for the only replica; else the stored one, never past the log end."""
+        return self._high_watermark_in(self._view)
+
+    def _high_watermark_in(self, view: LogView) -> int:
+        if not self.replicated:
+            return view.log_end_offset
+        return min(self._high_watermark, view.log_end_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """No transactions yet: the high watermark."""
+        return self.high_watermark
+
+    def set_high_watermark(self, offset: int) -> bool:
+        """Store ``offset``, clamped into [log start, log end], as the high watermark of a
+        replicated log (it may move down: a follower told a lower one). True if it
+        changed. Persisted by ``checkpoint`` and ``close``."""
+        with self._lock:
+            self._check_usable()
+            hw = min(max(offset, self._log_start), self._segments[-1].next_offset)
+            changed = hw != self._high_watermark
+            self._high_watermark = hw
+            return changed
+
+    def _set_recovery_point(self, offset: int) -> None:
+        # The only replica's stored high watermark follows what is flushed: the checkpoint
+        # then changes when the recovery point does, not after every append.
+        self._recovery_point = offset
+        if not self.replicated:
+            self._high_watermark = offset
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest leader epoch of the epoch cache, -1 if none."""
+        return self._epochs.latest_epoch
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._unflushed
+
+    @property
+    def size_bytes(self) -> int:
+        view = self._view
+        return sum(view.size_of(i) for i in range(len(view.segments)))
+
+    @property
+    def segment_base_offsets(self) -> tuple[int, ...]:
+        return self._view.bases
+
+    @property
+    def view(self) -> LogView:
+        """The latest published picture of the log (the cleaner reads sealed segments)."""
+        return self._view
+
+    @property
+    def producer_count(self) -> int:
+        return len(self._producers.producers)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def offline(self) -> bool:
+        return self._offline is not None
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise LogClosed(f"{self.directory.name}: log is closed")
+        if self._offline is not None:
+            raise LogStorageError(f"{self.directory.name}: log is offline: {self._offline}")
+
+    def _storage_error(self, what: str, exc: OSError) -> LogStorageError:
+        if isinstance(exc, SegmentDamaged):
+            self._offline = str(exc)
+            logger.error("%s: %s failed and could not be undone: %s", self.directory, what, exc)
+        return LogStorageError(f"{self.directory.name}: {what} failed: {exc}")
+
+    # -- rolling -----------------------------------------------------------------------
+
+    def _roll_locked(self, now_ms: int) -> bool:
+        active = self._segments[-1]
+        if active.size == 0:
+            return False
+        try:
+            active.seal()
+            new = LogSegment.create(self.directory, active.next_offset, self._config, now_ms)
+        except OSError as exc:
+            raise self._storage_error("roll", exc) from exc
+        self._segments.append(new)
+        self._dir_dirty = True
+        self._segments_changed()
+        try:
+            self._producers.take_snapshot(new.base_offset)
+        except OSError as exc:
+            logger.warning("%s: producer state snapshot failed: %s", self.directory, exc)
+        return True
+
+    def maybe_roll(self, now_ms: int) -> bool:
+        """Roll the active segment if it is older than ``segment.ms``."""
+        with self._lock:
+            self._check_usable()
+            active = self._segments[-1]
+            if active.size and now_ms - active.roll_basis_ms > self._config.roll_ms:
+                return self._roll_locked(now_ms)
+            return False
+
+    def roll(self, now_ms: int) -> bool:
+        """Roll now (if the active segment holds anything)."""
+        with self._lock:
+            self._check_usable()
+            return self._roll_locked(now_ms)
+
+    # -- durability --------------------------------------------------------------------
+
+    def _fsync_locked(self) -> None:
+        began = time.perf_counter()
+        start = max(0, bisect_right(self._bases, self._recovery_point) - 1)
+        for seg in self._segments[start:]:
+            seg.flush()
+        if self._dir_dirty:
+            fsync_dir(self.directory)
+            self._dir_dirty = False
+        listener = self.flush_listener
+        if listener is not None:
+            listener((time.perf_counter() - began) * 1000)
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync everything appended so far; the recovery point moves to the log end."""
+        with self._lock:
+            self._check_usable()
+            self._flush_locked(now_ms)
+
+    def _flush_locked(self, now_ms: int | None) -> None:
+        try:
+            self._fsync_locked()
+        except OSError as exc:
+            raise self._storage_error("flush", exc) from exc
+        self._set_recovery_point(self._segments[-1].next_offset)
+        self._unflushed = 0
+        if now_ms is not None:
+            self._last_flush_ms = now_ms
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Flush when ``flush.ms`` has passed since the last flush and data is unflushed."""
+        interval = self._config.flush_interval_ms
+        if interval is None or self._unflushed == 0 or now_ms - self._last_flush_ms < interval:
+            return False
+        with self._lock:
+            self._check_usable()
+            self._flush_locked(now_ms)
+        return True
+
+    def checkpoint(self) -> None:
+        """Persist the recovery point, log start offset and high watermark if they
+        changed."""
+        with self._lock:
+            self._checkpoint_locked()
+
+    def _checkpoint_locked(self) -> None:
+        current = PartitionCheckpoint(
+            self._recovery_point, self._log_start, min(self._high_watermark, self._log_end)
+        )
+        if current == self._checkpointed:
+            return
+        try:
+            write_checkpoint(self.directory, current)
+        except OSError as exc:
+            raise self._storage_error("checkpoint", exc) from exc
+        self._checkpointed = current
+
+    @property
+    def _log_end(self) -> int:
+        return self._segments[-1].next_offset
+
+    # -- removing the oldest segments --------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to ``offset`` (<= high watermark) and
+        delete the segments wholly below it. Returns the new log start offset."""
+        with self._lock:
+            self._check_usable()
+            if offset < 0 or offset > self._high_watermark_in(self._view):
+                raise OffsetOutOfRange(offset, self._log_start, self._log_end)
+            if offset <= self._log_start:
+                return self._log_start
+            self._log_start = offset
+            count = 0
+            while (
+                count < len(self._segments) - 1 and self._segments[count + 1].base_offset <= offset
+            ):
+                count += 1
+            self._remove_oldest_locked(count)
+            return self._log_start
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete old segments by ``retention.ms`` and ``retention.bytes`` when the policy
+        has ``delete``, and those below the log start offset (never the active one, nor
+        one that would move the log start past the high watermark); the log start offset
+        moves. Returns how many segments were deleted."""
+        with self._lock:
+            if self._closed or self._offline is not None:
+                return 0
+            count = segments_to_delete(self._segments, self._config, now_ms, self._log_start)
+            hw = self._high_watermark_in(self._view)
+            while count and self._segments[count].base_offset > max(hw, self._log_start):
+                count -= 1
+            if count:
+                self._remove_oldest_locked(count)
+            return count
+
+    def _remove_oldest_locked(self, count: int) -> None:
+        removed = self._segments[:count]
+        del self._segments[:count]
+        self._log_start = max(self._log_start, self._segments[0].base_offset)
+        self._high_watermark = max(self._high_watermark, self._log_start)
+        self._segments_changed()
+        self._checkpoint_locked()
+        self._producers.truncate_head(self._log_start)
+        try:
+            self._epochs.trim_start(self._log_start)
+        except OSError as exc:  # rewritten at the next change or load; never understates
+            logger.warning("%s: leader epoch checkpoint: %s", self.directory, exc)
+        for segment in removed:
+            try:
+                segment.delete()
+            except OSError as exc:  # the checkpoint already excludes it
+                logger.warning("%s: could not delete %s: %s", self.directory, segment, exc)
+
+    # -- end of life -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush, checkpoint (recovery point = log end) and close. Regions still out keep
+        their files open until released."""
+        with self._lock:
+            if self._closed:
+                return
+            error: LogStorageError | None = None
+            if self._offline is None:
+                try:
+                    self._flush_locked(None)
+                    self._checkpoint_locked()
+                    self._producers.take_snapshot(self._segments[-1].next_offset)
+                except LogStorageError as exc:
+                    error = exc
+                except OSError as exc:
+                    error = LogStorageError(f"{self.directory.name}: snapshot failed: {exc}")
+            self._closed = True
+            for segment in self._segments:
+                try:
+                    segment.close()
+                except OSError as exc:
+                    logger.warning("%s: closing %s: %s", self.directory, segment, exc)
+            if error is not None:
+                raise error
+
+    def delete(self) -> None:
+        """Close without flushing and remove the folder."""
+        with self._lock:
+            self._closed = True
+            for segment in self._segments:
+                with suppress(OSError):
+                    segment.close()
+            try:
+                shutil.rmtree(self.directory)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise LogStorageError(f"{self.directory.name}: delete failed: {exc}") from exc
+
+    def __repr__(self) -> str:
+        view = self._view
+        return (
+            f"PartitionLog({self.directory.name}, start={view.log_start_offset}, "
+            f"end={view.log_end_offset}, segments={len(view.segments)})"
+        )
