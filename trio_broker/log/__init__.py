@@ -5,7 +5,14 @@ The server calls these from worker threads; every public method is thread-safe.
 """
 
 from .config import LogConfig
-from .errors import LogClosed, LogError, LogStorageError, OffsetOutOfRange
+from .errors import (
+    LogClosed,
+    LogError,
+    LogStorageError,
+    OffsetOutOfRange,
+    ReplicaGap,
+    ReplicaOverlap,
+)
 from .handles import FileHandle
 from .loader import LoadStats
 from .manager import CLEAN_SHUTDOWN_FILE, LogManager, parse_partition_dir, partition_dir_name
@@ -26,6 +33,8 @@ __all__ = [
     "OffsetOutOfRange",
     "PartitionLog",
     "ReadInfo",
+    "ReplicaGap",
+    "ReplicaOverlap",
     "parse_partition_dir",
     "partition_dir_name",
     "read_partition_metadata",

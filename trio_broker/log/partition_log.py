@@ -300,6 +300,7 @@ class PartitionLog(LogCore):
             except SegmentGone:
                 for region in regions:
                     region.release()
+                self._wait_for_writer()
                 continue
             except OSError as exc:
                 for region in regions:
@@ -315,6 +316,13 @@ class PartitionLog(LogCore):
                 log_end_offset=view.log_end_offset,
             )
         raise LogStorageError(f"{self.directory.name}: read kept racing with deletions")
+
+    def _wait_for_writer(self) -> None:
+        """A segment of the reader's view is gone: the writer deleting it (truncation
+        deletes before it publishes, fsyncing in between) has the lock until its new view
+        is out. Wait for that rather than retrying on the old view."""
+        with self._lock:
+            pass
 
     # -- lookups: timestamps, leader epochs ---------------------------------------------
 
@@ -332,6 +340,7 @@ class PartitionLog(LogCore):
             try:
                 return find(self._snapshot())
             except SegmentGone:
+                self._wait_for_writer()
                 continue
             except OSError as exc:
                 raise self._storage_error("timestamp lookup", exc) from exc
