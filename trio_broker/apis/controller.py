@@ -55,6 +55,7 @@ async def leader_and_isr(ctx: RequestContext, req: LeaderAndIsrRequest) -> Leade
                 leader_epoch=s.leader_epoch,
                 replicas=tuple(s.replicas),
                 isr=tuple(s.isr),
+                version=s.partition_epoch,
             )
         )
     errors = await ctx.broker.leader_and_isr(req.controller_epoch, assignments)

@@ -13,9 +13,11 @@ v15) needs CLUSTER_ACTION on the cluster, a consumer's READ on each topic; parti
 allowed are TOPIC_AUTHORIZATION_FAILED and carry no records.
 Leader epochs, as Kafka's leader: a current leader epoch (v9+) older than the leader's is
 FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; a last fetched epoch (v12+) that
-the log does not hold up to the fetch offset gets the diverging epoch and no records.
-From v16 a partition whose leader moved names the current leader, and the response the
-leaders' endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD: read, unused.
+the log does not hold up to the fetch offset gets the diverging epoch and no records. A
+follower's fetch reads past the high watermark and tells the leader how far the follower
+has come. From v16 a partition whose leader moved names the current leader, and the
+response the leaders' endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD:
+read, unused.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     elif v >= 7 and req.session_id != 0:
         sessions.close(req.session_id)  # INITIAL or FINAL: the session named ends
 
-    follower = (req.replica_id if v <= 14 else req.replica_state.replica_id) >= 0
+    replica_id = req.replica_id if v <= 14 else req.replica_state.replica_id
+    follower = replica_id >= 0
     may_replicate = cluster_allowed(ctx, Op.CLUSTER_ACTION) if follower else False
 
     def name_of(topic: str | None, topic_id: Any) -> str | None:
@@ -151,7 +154,12 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             if w.topic is not None and not w.denied
         ]
         read = iter(
-            await broker.read_many(readable, max_bytes, committed_only=committed)
+            await broker.read_many(
+                readable,
+                max_bytes,
+                committed_only=committed,
+                replica_id=replica_id if may_replicate else -1,
+            )
             if readable
             else []
         )
@@ -225,6 +233,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         _release(r.records)
     keys = [(w.topic, w.partition) for w in wanted if w.topic is not None and not w.denied]
     base = {key: broker.log_size(*key) for key in keys}
+    # A consumer of a replicated partition may read only up to its high watermark: it
+    # waits for that to move (any move counts as enough), not for the log to grow.
+    horizons = {} if follower else {key: broker.consumer_horizon(*key) for key in keys}
 
     def ready() -> bool:
         grown = 0
@@ -232,6 +243,12 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             now = broker.log_size(*key)
             if now < size:
                 return True
+            horizon = horizons.get(key)
+            if horizon is not None:
+                moved = broker.consumer_horizon(*key)
+                if moved is None or moved > horizon:
+                    return True
+                continue
             grown += now - size
         return available + grown >= req.min_bytes
 

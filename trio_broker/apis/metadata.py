@@ -95,7 +95,12 @@ async def _lookup(ctx: RequestContext, wanted: MetadataRequest.Topic, allow_crea
         ):
             return _denied(name, ZERO_UUID)
         try:
-            info = await broker.create_topic(name, int(broker.config_value("num.partitions")), {})
+            info = await broker.create_topic(
+                name,
+                int(broker.config_value("num.partitions")),
+                {},
+                replication_factor=int(broker.config_value("default.replication.factor")),
+            )
         except TopicError as exc:
             info = broker.topic(name)  # created meanwhile by another request?
             if info is None:

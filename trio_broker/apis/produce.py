@@ -2,13 +2,17 @@
 
 acks=0 gets no response (the no-op action); if one of its partitions failed, the client
 cannot learn it from a response it does not read, so the connection is closed, as Kafka
-does. acks=1 and acks=-1 are answered once the records are appended (and flushed when the
-flush policy says so): with one replica, the high watermark is the log end. Any other acks
-value is INVALID_REQUIRED_ACKS. Transactions are not supported. A topic the principal may
-not WRITE is TOPIC_AUTHORIZATION_FAILED on each of its partitions, nothing appended.
-From v10 (KIP-951), a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
-carries its current leader and epoch, and the response the endpoints of those leaders on
-the request's listener, so the producer goes there without a metadata round trip.
+does. acks=1 is answered once the records are appended (and flushed when the flush policy
+says so). acks=-1 is too when the partition has one replica (its high watermark is its
+end); with followers it waits in the produce purgatory until the high watermark passes the
+records (REQUEST_TIMED_OUT after ``timeout_ms``; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the
+ISR shrank below ``min.insync.replicas``; NOT_LEADER_OR_FOLLOWER if the leadership moved
+meanwhile). Any other acks value is INVALID_REQUIRED_ACKS. Transactions are not supported.
+A topic the principal may not WRITE is TOPIC_AUTHORIZATION_FAILED on each of its
+partitions, nothing appended. From v10 (KIP-951), a partition answered
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader and epoch, and
+the response the endpoints of those leaders on the request's listener, so the producer
+goes there without a metadata round trip.
 """
 
 from __future__ import annotations
@@ -64,12 +68,53 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 todo.append((topic.name, data.index, data.records))
         answers.append(row)
     written = iter(await ctx.broker.produce_many(todo, acks) if todo else [])
+    results = [
+        [answer if answer is not None else next(written) for answer in row] for row in answers
+    ]
+    if acks == -1:
+        waiting = [
+            (topic.name, data.index, r)
+            for topic, row in zip(req.topic_data, results, strict=True)
+            for data, r in zip(topic.partition_data, row, strict=True)
+            if r.error_code == ErrorCode.NONE and r.required_offset >= 0
+        ]
+        broker = ctx.broker
+
+        def settled() -> bool:
+            return all(
+                broker.replication_status(t, p, r.required_offset) is not None
+                for t, p, r in waiting
+            )
+
+        if waiting and not settled():
+            # Parked in the produce purgatory until the ISR has the records (Kafka's
+            # DelayedProduce), or REQUEST_TIMED_OUT after the request's timeout.
+            async def complete(expired: bool) -> Any:
+                for t, p, r in waiting:
+                    status = broker.replication_status(t, p, r.required_offset)
+                    if status is None:
+                        status = ErrorCode.REQUEST_TIMED_OUT
+                    if status != ErrorCode.NONE:
+                        r.error_code, r.base_offset = status, -1
+                return _respond(ctx, req, results, acks)
+
+            return broker.defer(
+                ctx,
+                keys=[(t, p) for t, p, _ in waiting],
+                timeout_ms=req.timeout_ms,
+                ready=settled,
+                complete=complete,
+                purgatory="produce",
+            )
+    return _respond(ctx, req, results, acks)
+
+
+def _respond(ctx: RequestContext, req: Any, results: list[list[WriteResult]], acks: int) -> Any:
     failed = False
     topics = []
-    for topic, row in zip(req.topic_data, answers, strict=True):
+    for topic, row in zip(req.topic_data, results, strict=True):
         partitions = []
-        for data, answer in zip(topic.partition_data, row, strict=True):
-            result = answer if answer is not None else next(written)
+        for data, result in zip(topic.partition_data, row, strict=True):
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(
                 PartitionResponse(

@@ -74,6 +74,7 @@ class PartitionAssignment:
     leader_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    version: int = 0  # of the partition's state (ZooKeeper's node version)
 
 
 class TopicError(Exception):
@@ -115,6 +116,8 @@ class WriteResult:
     log_start_offset: int = -1
     error_message: str | None = None
     record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+    # acks=all: the high watermark the records need before the produce is answered
+    required_offset: int = -1
 
 
 class ReadItem(NamedTuple):
@@ -209,8 +212,11 @@ class BrokerView(Protocol):
         configs: Mapping[str, str | None],
         *,
         validate_only: bool = False,
+        replication_factor: int = 1,
+        replicas: Sequence[Sequence[int]] | None = None,
     ) -> TopicInfo:
-        """Create a topic (raises ``TopicError``)."""
+        """Create a topic (raises ``TopicError``), its partitions on ``replication_factor``
+        brokers each, or on the brokers ``replicas`` names per partition."""
         ...
 
     async def delete_topic(self, name: str) -> None: ...
@@ -271,14 +277,29 @@ class BrokerView(Protocol):
         ...
 
     async def read_many(
-        self, items: Sequence[ReadItem], max_bytes: int, *, committed_only: bool
+        self,
+        items: Sequence[ReadItem],
+        max_bytes: int,
+        *,
+        committed_only: bool,
+        replica_id: int = -1,
     ) -> list[ReadResult]:
         """Read each item, ``max_bytes`` in all; the first batch found comes back even if
-        larger (KIP-74)."""
+        larger (KIP-74). A follower (``replica_id`` >= 0) reads up to the log end."""
         ...
 
     def log_size(self, topic: str, partition: int) -> int:
         """The partition's size in bytes, -1 if it has no log (cheap: for parked fetches)."""
+        ...
+
+    def consumer_horizon(self, topic: str, partition: int) -> int | None:
+        """A replicated partition's high watermark (what a parked consumer fetch waits
+        on); None for a partition with one replica."""
+        ...
+
+    def replication_status(self, topic: str, partition: int, required_offset: int) -> int | None:
+        """An acks=all produce waiting for the high watermark to reach
+        ``required_offset``: None while it waits, else its error code."""
         ...
 
     async def list_offsets_many(

@@ -1,13 +1,15 @@
 """Topic administration: CreateTopics v2-v7, DeleteTopics v1-v6, CreatePartitions v0-v3.
 
-One broker holds every replica, so a replication factor other than 1 (or -1, "the
-default") is INVALID_REPLICATION_FACTOR and a manual assignment must name broker
-``broker.id`` only. Topic configs are checked against Kafka's topic config names; an
-unknown or invalid one is INVALID_CONFIG with a message naming it. ``validate_only`` runs
-every check and creates nothing. A topic named twice in one request is INVALID_REQUEST.
-Authorization, as Kafka: creating needs CREATE on the cluster or on the topic, deleting
-DELETE and adding partitions ALTER on the topic; else TOPIC_AUTHORIZATION_FAILED (checked
-before existence, so an unauthorized client learns nothing of the topic).
+The replication factor (-1: ``default.replication.factor``) and a manual assignment are
+the broker's to check: one broker on its own holds every replica (a factor other than 1 is
+INVALID_REPLICATION_FACTOR, an assignment naming another broker
+INVALID_REPLICA_ASSIGNMENT); a ZooKeeper cluster places replicas on its live brokers.
+Topic configs are checked against Kafka's topic config names; an unknown or invalid one is
+INVALID_CONFIG with a message naming it. ``validate_only`` runs every check and creates
+nothing. A topic named twice in one request is INVALID_REQUEST. Authorization, as Kafka:
+creating needs CREATE on the cluster or on the topic, deleting DELETE and adding
+partitions ALTER on the topic; else TOPIC_AUTHORIZATION_FAILED (checked before existence,
+so an unauthorized client learns nothing of the topic).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ CreatePartitionsTopicResult: Any = item_type(CreatePartitionsResponse, "results"
 
 
 def _assignment_error(ctx: RequestContext, broker_lists: list[list[int]]) -> str | None:
+    """CreatePartitions' assignment check (one broker holds every replica)."""
     me = ctx.broker.broker_id
     for ids in broker_lists:
         if ids != [me]:
@@ -65,24 +68,20 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
                 result.error_code = ErrorCode.INVALID_REQUEST
                 result.error_message = "give either assignments or partitions and replication"
                 continue
-            problem = _assignment_error(ctx, [a.broker_ids for a in t.assignments])
-            if problem is not None:
-                result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
-                result.error_message = problem
-                continue
             num_partitions = len(t.assignments)
         if num_partitions == -1:
             num_partitions = int(broker.config_value("num.partitions"))
         if rf == -1:
             rf = int(broker.config_value("default.replication.factor"))
-        if rf != 1:
-            result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
-            result.error_message = f"replication factor {rf} is larger than 1, the broker count"
-            continue
         configs = {c.name: c.value for c in t.configs}
         try:
             info = await broker.create_topic(
-                t.name, num_partitions, configs, validate_only=req.validate_only
+                t.name,
+                num_partitions,
+                configs,
+                validate_only=req.validate_only,
+                replication_factor=rf,
+                replicas=[a.broker_ids for a in t.assignments] if t.assignments else None,
             )
         except TopicError as exc:
             result.error_code = exc.error_code
@@ -90,7 +89,7 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
             continue
         result.topic_id = info.topic_id if not req.validate_only else ZERO_UUID
         result.num_partitions = num_partitions
-        result.replication_factor = rf
+        result.replication_factor = len(t.assignments[0].broker_ids) if t.assignments else rf
         result.configs = [
             CreatableTopicConfigs(
                 name=e.name,

@@ -21,7 +21,6 @@ Nursery layout::
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import socket
 import sys
@@ -41,9 +40,8 @@ from ..apis.services import (
 )
 from ..apis.table import API_TABLE, ApiTable
 from ..log.dir_lock import LogDirLock
-from ..log.files import atomic_write
 from ..network.socket_server import ListenerSpec, SocketServer
-from . import meta_properties
+from . import listeners_file, meta_properties
 from .access import AccessControl
 from .acl_store import AclStore, Authorization
 from .cluster_report import cluster_figures
@@ -62,10 +60,11 @@ from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
 from .listener_security import listener_security
 from .metrics import BrokerMetrics, MetricsReport
 from .offset_queries import OffsetQueries
-from .producer_ids import ProducerIdManager
+from .producer_ids import BLOCK_SIZE, ProducerIdManager
 from .purgatory import Purgatory
 from .quota_manager import QuotaManager
 from .quotas import QuotaStore
+from .replica_fetcher import ReplicaFetchers
 from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
 from .scram_store import ScramStore
@@ -73,16 +72,16 @@ from .throttling import Throttler
 from .topic_admin import TopicAdmin
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config
 from .topics import TopicCatalog
+from .zk.isr_writer import ZkIsrWriter
 from .zk.layout import Registration
 from .zk.membership import ZkMembership
+from .zk.producer_ids import claim_block
 from .zk.topics import ZkTopics
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).
 AdminServer = Callable[["Broker"], AbstractAsyncContextManager[str | None]]
 
 log = logging.getLogger("trio_broker")
-
-LISTENERS_FILE = "listeners.json"  # the bound addresses, for scripts and the admin CLI
 
 
 class Broker:
@@ -218,8 +217,15 @@ class Broker:
         pool = self.socket_server.memory_pool
         if pool.bounded:
             self.metrics.set_memory_pool(lambda: (pool.available, pool.used))
+        # Parked acks=all produces wait here for the followers (Kafka's DelayedProduce).
+        self.purgatories["produce"] = Purgatory("produce")
         self.replica_manager = ReplicaManager(
-            config, self.io_pool, self.fetch_purgatory, self.cluster, self.metrics
+            config,
+            self.io_pool,
+            self.fetch_purgatory,
+            self.cluster,
+            self.metrics,
+            produce_purgatory=self.purgatories["produce"],
         )
         self.metrics.set_log_cleaner(self.replica_manager.cleaner.figures)
         self.metrics.set_cluster(lambda: cluster_figures(self))
@@ -242,6 +248,18 @@ class Broker:
             self.replica_manager,
             self.fetch_purgatory,
         )
+        # Followers fetch from their leaders' data listener (Kafka's inter-broker one).
+        data_listeners = [n for n in names if n != control] or names
+        self.fetchers = ReplicaFetchers(
+            self.broker_id,
+            self.cluster,
+            self.replica_manager.partition,
+            self.io_pool,
+            lambda: self.config,
+            "PLAINTEXT" if "PLAINTEXT" in data_listeners else data_listeners[0],
+            lambda: self.control.changed,
+        )
+        self.control.fetchers = self.fetchers
         self.config_admin = ConfigAdmin(
             self.broker_id, lambda: self.config, self.update_config, self.topic_admin
         )
@@ -262,6 +280,9 @@ class Broker:
             self.create_topic = zk_topics.create_topic
             self.delete_topic = zk_topics.delete_topic
             self.create_partitions = zk_topics.create_partitions
+            epoch = lambda: self.cluster.controller_epoch  # noqa: E731
+            isr = ZkIsrWriter(self.zk.session, self.broker_id, epoch)
+            self.replica_manager.replication.isr_writer = isr
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
         self.authorize = access.authorize
@@ -275,6 +296,8 @@ class Broker:
         self.produce_many = data.produce_many
         self.read_many = data.read_many
         self.log_size = data.log_size
+        self.consumer_horizon = data.consumer_horizon
+        self.replication_status = data.replication.status
         self.log_dirs = data.log_dirs
         self.list_offsets_many = offsets.list_offsets_many
         self.delete_records_many = offsets.delete_records_many
@@ -331,6 +354,8 @@ class Broker:
                 await services.start(purgatory.run)
             maintenance = trio.CancelScope()
             services.start_soon(self._run_maintenance, maintenance)
+            replication = trio.CancelScope()
+            await services.start(self.control.run_replication, replication)
             services.start_soon(self.metrics.run)  # samples pool busy times
             await services.start(self.group_coordinator.run)  # replays __consumer_offsets
             async with trio.open_nursery() as handlers:
@@ -354,6 +379,7 @@ class Broker:
                 purgatory.stop()
             self.group_coordinator.stop()
             maintenance.cancel()
+            replication.cancel()
             if self.zk is not None:
                 self.zk.stop()
 
@@ -403,20 +429,11 @@ class Broker:
         return " ".join(parts)
 
     def _write_listeners_file(self) -> None:
-        data: dict[str, Any] = {
-            "broker_id": self.broker_id,
-            "listeners": {
-                name: _host_port(host, port)
-                for name, (host, port) in self.bound_listeners().items()
-            },
-        }
-        if self.admin_url:
-            data["admin"] = self.admin_url
-        atomic_write(self.data_dir / LISTENERS_FILE, json.dumps(data, indent=1).encode())
+        listeners_file.write(self.data_dir, self.broker_id, self.bound_listeners(), self.admin_url)
 
     def _remove_listeners_file(self) -> None:
         """After a clean shutdown: the ports written there are no longer served."""
-        (self.data_dir / LISTENERS_FILE).unlink(missing_ok=True)
+        listeners_file.remove(self.data_dir)
 
     # ------------------------------------------------------- run-time config
 
@@ -555,6 +572,9 @@ class Broker:
     # client quotas: see QuotaStore (the admin API shares it)
 
     async def new_producer_id(self) -> int:
+        if self.producer_ids.needs_new_block and self.zk is not None:
+            start = await claim_block(self.zk.session, self.broker_id, BLOCK_SIZE)
+            self.producer_ids.adopt_block(start, start + BLOCK_SIZE)
         if self.producer_ids.needs_new_block:
             return await trio.to_thread.run_sync(self.producer_ids.next_id)
         return self.producer_ids.next_id()
@@ -575,7 +595,3 @@ class Broker:
         op = DelayedResponse(deadline, request, self.request_handler, ready, complete)
         self.purgatories[purgatory].park(op, keys)
         return Deferred(op)
-
-
-def _host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -3,7 +3,7 @@ and the admin API's ``GET /v1/cluster``.
 
 Owns: ``cluster_figures`` (small, in every metrics snapshot: mode, controller, whether
 this broker is the active controller, live brokers, offline partitions, the ZooKeeper
-session) and ``cluster_view`` (those figures, with every broker's endpoint and every
+session, replication) and ``cluster_view`` (those figures, with every broker's endpoint and every
 partition's leader, leader epoch, replicas and ISR). The mode is ``single`` (a broker on
 its own), ``static`` (steered by ``trio-broker-controller``) or ``zookeeper``.
 Reads only; cheap.
@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 from ..apis.services import BrokerEndpoint, TopicInfo
 from .cluster_state import ClusterState
+from .replica_fetcher import ReplicaFetchers
+from .replica_manager import ReplicaManager
 from .zk.membership import ZkMembership
 
 
@@ -26,6 +28,8 @@ class Broker(Protocol):
     cluster: ClusterState
     cluster_id: str
     broker_id: int
+    replica_manager: ReplicaManager
+    fetchers: ReplicaFetchers
 
     @property
     def controller_id(self) -> int: ...
@@ -53,6 +57,7 @@ def cluster_figures(broker: Broker) -> dict[str, Any]:
         "controller_epoch": broker.cluster.controller_epoch,
         "brokers": len(cache.brokers) if cache.from_controller else 1,
         "offline_partitions": sum(1 for t in broker.topics() for p in t.partitions if p.leader < 0),
+        "replication": replication_figures(broker),
         "zookeeper": None
         if zk is None
         else {
@@ -64,8 +69,32 @@ def cluster_figures(broker: Broker) -> dict[str, Any]:
     }
 
 
+def replication_figures(broker: Broker) -> dict[str, Any]:
+    """The leader's and the follower's figures (Kafka's ReplicaManager and fetcher
+    metrics): partitions led with followers, those whose ISR lacks a replica
+    (UnderReplicatedPartitions), ISR changes since start, the largest follower lag in
+    messages, partitions followed here and the fetchers' truncations and failures."""
+    replication = broker.replica_manager.replication
+    lags = [lag for per in replication.follower_lag().values() for lag in per.values()]
+    fetchers = broker.fetchers
+    return {
+        "led_with_followers": len(replication.leaders),
+        "under_replicated_partitions": sum(
+            1 for s in replication.leaders.values() if len(s.isr) < len(s.replicas)
+        ),
+        "isr_shrinks": replication.isr_shrinks,
+        "isr_expands": replication.isr_expands,
+        "max_follower_lag": max(lags, default=0),
+        "followed_partitions": len(fetchers.followed),
+        "truncations": fetchers.truncations,
+        "fetch_errors": fetchers.fetch_errors,
+    }
+
+
 def cluster_view(broker: Broker, listener: str) -> dict[str, Any]:
-    """The figures, the brokers (their ``listener`` endpoints) and every partition."""
+    """The figures, the brokers (their ``listener`` endpoints) and every partition (with
+    each follower's lag, in messages, where this broker leads)."""
+    lags = broker.replica_manager.replication.follower_lag()
     return {
         **cluster_figures(broker),
         "brokers": [
@@ -81,6 +110,7 @@ def cluster_view(broker: Broker, listener: str) -> dict[str, Any]:
                 "replicas": list(p.replicas),
                 "isr": list(p.isr),
                 "offline_replicas": list(p.offline),
+                "follower_lag": {str(r): lag for r, lag in lags.get((t.name, p.index), {}).items()},
             }
             for t in sorted(broker.topics(), key=lambda t: t.name)
             for p in t.partitions

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from .config_keys_cleaner import CLEANER_KEYS
+from .config_keys_replication import REPLICATION_KEYS
 from .config_keys_security import SECURITY_KEYS
 from .config_syntax import (
     BOOL,
@@ -414,6 +415,7 @@ _KEYS = [
         dynamic=True,
     ),
     *CLEANER_KEYS,
+    *REPLICATION_KEYS,
     define(
         "log.message.format.version",
         STR,

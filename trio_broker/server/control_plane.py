@@ -5,7 +5,9 @@ is ``tools/controller.py``, or any ZooKeeper-era Kafka controller): a stale cont
 epoch is refused; leadership and the metadata cache change in ``ClusterState`` (saved on
 a worker thread); a partition this broker is told to hold gets its topic entry and log
 (``TopicAdmin.ensure_partition``); parked fetches of a partition it no longer leads are
-answered at once.
+answered at once. A partition with followers gets its role in replication: as leader,
+its leader epoch begins at the log's end and ``Replication`` tracks the followers; as
+follower, ``ReplicaFetchers`` fetches it from its leader.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
 from ..protocol.errors import ErrorCode
 from .cluster_state import ClusterState
 from .purgatory import Purgatory
+from .replica_fetcher import ReplicaFetchers
 from .replica_manager import ReplicaManager
 from .topic_admin import TopicAdmin
 
@@ -37,8 +40,21 @@ class ControlPlane:
         self.topics = topics
         self.replica_manager = replica_manager
         self.fetch_purgatory = fetch_purgatory
+        self.replication = replica_manager.replication
+        self.fetchers: ReplicaFetchers | None = None  # set by the broker
         # Set (and replaced) after every applied control request: for waiters on the view.
         self.changed = trio.Event()
+
+    async def run_replication(
+        self, scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        """The leader's ISR checks and the follower's fetchers, until ``scope`` ends."""
+        with scope:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.replication.run)
+                if self.fetchers is not None:
+                    await nursery.start(self.fetchers.run)
+                task_status.started()
 
     def _changed(self) -> None:
         self.changed.set()
@@ -57,10 +73,34 @@ class ControlPlane:
                 await self.topics.ensure_partition(a.topic, a.topic_id, a.partition)
                 if a.leader != self.broker_id:
                     self.fetch_purgatory.complete_all((a.topic, a.partition))
+                await self._take_role(a)
             errors.append(error)
         await trio.to_thread.run_sync(self.cluster.save)
         self._changed()
         return errors
+
+    async def _take_role(self, a: PartitionAssignment) -> None:
+        """Lead (the epoch begins at this log's end) or follow the partition's leader."""
+        plog = self.replica_manager.partition(a.topic, a.partition)
+        if plog is None:
+            return
+        plog.replicated = len(a.replicas) > 1
+        fetchers = self.fetchers
+        if a.leader == self.broker_id:
+            if fetchers is not None:
+                fetchers.unfollow(a.topic, a.partition)
+            await self.replica_manager.io.run(lambda: plog.assign_epoch(a.leader_epoch))
+            if plog.replicated:
+                self.replication.become_leader(a, a.version, plog.log_end_offset)
+            else:
+                self.replication.resign(a.topic, a.partition)
+            return
+        self.replication.resign(a.topic, a.partition)
+        if fetchers is not None:
+            if a.leader >= 0:
+                fetchers.follow(a.topic, a.partition, a.leader, a.leader_epoch)
+            else:
+                fetchers.unfollow(a.topic, a.partition)
 
     async def stop_replicas(
         self, controller_epoch: int, partitions: Sequence[tuple[str, int, bool]]
@@ -73,6 +113,9 @@ class ControlPlane:
         for topic, index, delete in partitions:
             self.cluster.stop(topic, index)
             self.fetch_purgatory.complete_all((topic, index))
+            self.replication.resign(topic, index)
+            if self.fetchers is not None:
+                self.fetchers.unfollow(topic, index)
             if delete and self.replica_manager.partition(topic, index) is not None:
                 await trio.to_thread.run_sync(
                     self.replica_manager.delete_partition_log, topic, index

@@ -1,9 +1,11 @@
 """Producer ids for idempotent producers (InitProducerId), unique for the data dir's life.
 
 Owns: ``ProducerIdManager``. Ids are handed out from blocks of 1000, as Kafka's controller
-allocates them; the end of the current block is persisted (atomically) before any id in
-it is used, so ids are never reused after a restart or a crash, at the cost of skipping
-the rest of a block. Blocking file I/O on a block change only (once per 1000 producers).
+allocates them; the end of the current block is persisted (atomically) before any id in it
+is used, so ids are never reused after a restart or a crash, at the cost of skipping the
+rest of a block. In a ZooKeeper cluster the blocks come from ZooKeeper instead
+(``zk.producer_ids``), unique across the brokers. Blocking file I/O on a block change only
+(once per 1000 producers).
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ class ProducerIdManager:
             pid = self._next
             self._next += 1
             return pid
+
+    def adopt_block(self, start: int, end: int) -> None:
+        """Hand out ids from [start, end) next (a block the cluster gave this broker, in a
+        ZooKeeper cluster, where the data dir's own counter would clash with others')."""
+        with self._lock:
+            if self._next >= self._block_end:
+                self._next, self._block_end = start, end
 
     @property
     def needs_new_block(self) -> bool:

@@ -27,21 +27,18 @@ from ..apis.services import LogDirInfo, ReadItem, ReadResult, TopicInfo, WriteRe
 from ..log.config import LogConfig
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
-from ..log.page_cache import make_resident
 from ..log.partition_log import PartitionLog
 from ..log.producer_state import ProducerStateError
 from ..log.results import AppendInfo, ReadInfo
-from ..log.storage_hook import before_storage_operation
 from ..protocol.errors import ErrorCode
 from ..records.errors import RecordsError
-from ..records.keys import check_keys
-from ..records.recompress import recompress
-from ..records.validation import validate_batches
+from . import log_io
 from .cluster_state import ClusterState
 from .config import BrokerConfig
 from .io_pool import IoPool
 from .log_cleaner import LogCleaner
 from .purgatory import Purgatory
+from .replication import Replication
 from .topic_config import effective_topic_config
 
 log = logging.getLogger("trio_broker.server")
@@ -95,7 +92,9 @@ class ReplicaManager:
         fetch_purgatory: Purgatory,
         cluster: ClusterState,
         metrics: Any = None,
+        produce_purgatory: Purgatory | None = None,
     ) -> None:
+        produce_purgatory = produce_purgatory or Purgatory("produce")
         # The threads of the scheduled log jobs (background.threads: see ``config``).
         self.background = trio.CapacityLimiter(config["background.threads"])
         self.config = config
@@ -109,6 +108,15 @@ class ReplicaManager:
         self.duplicate_batches = 0  # retried idempotent batches answered from the cache
 
         self._min_insync: dict[str, int] = {}
+        # The leader's side of replication (its purgatory for acks=all is the broker's).
+        self.replication = Replication(
+            config.broker_id,
+            self.partition,
+            fetch_purgatory,
+            produce_purgatory,
+            lambda: self.config["replica.lag.time.max.ms"],
+            self.min_insync,
+        )
         # Partitions whose last append failed on the disk: a full disk is logged once when
         # it starts failing and once when appends work again, not once per produce.
         self.storage_failing: set[tuple[str, int]] = set()
@@ -140,6 +148,10 @@ class ReplicaManager:
             self.create_logs(t)
         for _, plog in self.logs.logs():
             self._observe(plog)
+        for (topic, index), state in self.cluster.leadership.items():
+            held = self.logs.get(topic, index)
+            if held is not None and len(state.replicas) > 1:
+                held.replicated = True  # its high watermark is the ISR's, not its end
 
     def _observe(self, plog: PartitionLog) -> None:
         """Report the log's fsync times to the metrics, from whatever thread flushes it."""
@@ -160,9 +172,7 @@ class ReplicaManager:
         """Create the logs of every partition of ``topic`` that has none (blocking)."""
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
-        self._min_insync[topic.name] = int(
-            effective_topic_config(self.config, topic.configs)["min.insync.replicas"].value
-        )
+        self._note_min_insync(topic)
         for p in topic.partitions:
             if self.logs.get(topic.name, p.index) is None:
                 self._observe(
@@ -181,9 +191,17 @@ class ReplicaManager:
             self.logs.delete(topic.name, p.index)
         self._min_insync.pop(topic.name, None)
 
+    def _note_min_insync(self, topic: TopicInfo) -> None:
+        entry = effective_topic_config(self.config, topic.configs)["min.insync.replicas"]
+        self._min_insync[topic.name] = int(entry.value)
+
+    def min_insync(self, topic: str) -> int:
+        return self._min_insync.get(topic, 1)
+
     def reconfigure(self, topic: TopicInfo) -> None:
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
+        self._note_min_insync(topic)
         for p in topic.partitions:
             plog = self.logs.get(topic.name, p.index)
             if plog is not None:
@@ -223,18 +241,20 @@ class ReplicaManager:
                     ErrorCode.INVALID_RECORD,
                     "a produce request must hold one record batch per partition; it has none",
                 )
-            elif acks == -1 and self._min_insync.get(topic, 1) > 1:
+            elif acks == -1 and not self.replication.enough_replicas(
+                topic, partition, self.min_insync(topic)
+            ):
                 results[i] = self._failed(
                     topic,
                     ErrorCode.NOT_ENOUGH_REPLICAS,
-                    f"min.insync.replicas={self._min_insync[topic]} but this broker is the "
-                    "only replica",
+                    f"min.insync.replicas={self.min_insync(topic)} but the ISR of "
+                    f"{topic}-{partition} has {self.replication.isr_size(topic, partition)}",
                 )
             else:
                 jobs.append((i, plog, records, self.cluster.leader_epoch(topic, partition)))
         if jobs:
             outcomes = await self.io.run(
-                lambda: [_append(plog, r, e, one_batch=True) for _, plog, r, e in jobs]
+                lambda: [log_io.append(plog, r, e, one_batch=True) for _, plog, r, e in jobs]
             )
             for (i, _, _, _), outcome in zip(jobs, outcomes, strict=True):
                 topic, partition, _ = items[i]
@@ -262,17 +282,20 @@ class ReplicaManager:
                 error_code=ErrorCode.NONE,
                 base_offset=info.first_offset,
                 log_start_offset=info.log_start_offset,
+                required_offset=info.last_offset + 1,
             )
         if self.storage_failing:
             self._storage_works(topic, partition)
         if self.metrics is not None:
             self.metrics.record_produce(topic, info.size_bytes, info.record_count)
         self.fetch_purgatory.check((topic, partition))
+        self.replication.appended(topic, partition)
         return WriteResult(
             error_code=ErrorCode.NONE,
             base_offset=info.first_offset,
             log_append_time_ms=info.log_append_time_ms,
             log_start_offset=info.log_start_offset,
+            required_offset=info.last_offset + 1,
         )
 
     def _storage_failed(self, topic: str, partition: int, exc: LogStorageError) -> None:
@@ -309,13 +332,18 @@ class ReplicaManager:
         if plog is None:
             return WriteResult(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         epoch = self.cluster.leader_epoch(topic, partition)
-        outcome = await self.io.run(lambda: _append(plog, memoryview(batch), epoch))
+        outcome = await self.io.run(lambda: log_io.append(plog, memoryview(batch), epoch))
         if isinstance(outcome, (RecordsError, LogError)):
             return WriteResult(error_code=outcome.error_code, error_message=str(outcome))
         if isinstance(outcome, Exception):
             raise outcome
         self.fetch_purgatory.check((topic, partition))
-        return WriteResult(error_code=ErrorCode.NONE, base_offset=outcome.first_offset)
+        self.replication.appended(topic, partition)
+        return WriteResult(
+            error_code=ErrorCode.NONE,
+            base_offset=outcome.first_offset,
+            required_offset=outcome.last_offset + 1,
+        )
 
     def _failed(
         self,
@@ -331,13 +359,20 @@ class ReplicaManager:
         )
 
     async def read_many(
-        self, items: Sequence[ReadItem], max_bytes: int, *, committed_only: bool
+        self,
+        items: Sequence[ReadItem],
+        max_bytes: int,
+        *,
+        committed_only: bool,
+        replica_id: int = -1,
     ) -> list[ReadResult]:
         """Read each item in order within ``max_bytes`` in all; the first batch found is
         returned even if larger. The record data comes back resident in the page cache,
         as file regions. As Kafka's leader: a current leader epoch that is not this one's
         is refused, and a last fetched epoch the log does not hold up to the fetch offset
-        is answered with the diverging epoch (its end in this log) and no records."""
+        is answered with the diverging epoch (its end in this log) and no records. A
+        follower (``replica_id`` >= 0) reads past the high watermark, and its fetch offset
+        is its progress (``Replication.follower_fetched``)."""
         results: list[ReadResult | None] = [None] * len(items)
         jobs: list[tuple[int, PartitionLog, int, int]] = []
         for i, (topic, partition, offset, limit, current, last_fetched) in enumerate(items):
@@ -348,7 +383,7 @@ class ReplicaManager:
                 results[i] = ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
             elif error := self.cluster.epoch_error(topic, partition, current):
                 results[i] = ReadResult(error)
-            elif last_fetched >= 0 and (diverged := _diverging(plog, last_fetched, offset)):
+            elif last_fetched >= 0 and (diverged := log_io.diverging(plog, last_fetched, offset)):
                 results[i] = ReadResult(
                     ErrorCode.NONE,
                     plog.high_watermark,
@@ -358,7 +393,10 @@ class ReplicaManager:
                     diverging_epoch=diverged,
                 )
             else:
+                if replica_id >= 0:
+                    self.replication.follower_fetched(topic, partition, replica_id, offset)
                 jobs.append((i, plog, offset, limit))
+        follower = replica_id >= 0
         if jobs:
 
             def read_all() -> list[ReadInfo | Exception]:
@@ -366,8 +404,12 @@ class ReplicaManager:
                 remaining = max_bytes
                 got_data = False
                 for _, plog, offset, limit in jobs:
-                    outcome = _read(
-                        plog, offset, max(0, min(limit, remaining)), not got_data, committed_only
+                    outcome = log_io.read(
+                        plog,
+                        offset,
+                        max(0, min(limit, remaining)),
+                        not got_data,
+                        None if follower else committed_only,
                     )
                     if isinstance(outcome, ReadInfo):
                         remaining -= outcome.size_bytes
@@ -416,6 +458,12 @@ class ReplicaManager:
         plog = self.partition(topic, partition)
         return -1 if plog is None else plog.size_bytes
 
+    def consumer_horizon(self, topic: str, partition: int) -> int | None:
+        """The high watermark of a replicated partition (a parked consumer fetch waits
+        for it to move, not for the log to grow); None for a single replica."""
+        plog = self.partition(topic, partition)
+        return plog.high_watermark if plog is not None and plog.replicated else None
+
     async def log_dirs(self, wanted: Mapping[str, Sequence[int]] | None) -> list[LogDirInfo]:
         """DescribeLogDirs: each log dir, the partitions in it (of ``wanted``, or all)
         with their sizes, and its volume's total and usable bytes (``statvfs``, on an io
@@ -462,6 +510,8 @@ class ReplicaManager:
             if flush_every < _NO_FLUSH_MS:
                 nursery.start_soon(self._every, flush_every, self._flush_dirty)
             nursery.start_soon(self._every, retention_every, self._retention)
+            hw_every = self.config["replica.high.watermark.checkpoint.interval.ms"]
+            nursery.start_soon(self._every, hw_every, self._checkpoint_replicated)
 
     async def _every(self, interval_ms: int, job: Any) -> None:
         """Run ``job`` on a worker thread every ``interval_ms``, at most
@@ -477,6 +527,13 @@ class ReplicaManager:
         assert self.logs is not None
         self.logs.flush_dirty(now_ms())
 
+    def _checkpoint_replicated(self) -> None:
+        """Persist the high watermarks of replicated logs (Kafka's
+        replication-offset-checkpoint), so a restart does not begin far behind."""
+        for _, plog in self._all_logs():
+            if plog.replicated and not plog.closed:
+                plog.checkpoint()
+
     def _retention(self) -> None:
         assert self.logs is not None
         now = now_ms()
@@ -486,65 +543,3 @@ class ReplicaManager:
         expiration = self.config["producer.id.expiration.ms"]
         for _, plog in self.logs.logs():
             plog.expire_producers(now, expiration)
-
-
-# ----------------------------------------------------------------- io-thread work
-# The blocking halves of the data path: each runs on an io thread, one partition at a
-# time, and hands its failure back as a value so one partition's error never costs the
-# others theirs.
-
-
-def _append(
-    plog: PartitionLog, records: memoryview, epoch: int, *, one_batch: bool = False
-) -> AppendInfo | Exception:
-    """Validate and append; ``one_batch``: a producer's records, which Kafka takes as
-    exactly one batch per partition (Produce v3+), INVALID_RECORD otherwise."""
-    before_storage_operation()
-    try:
-        config = plog.config
-        validated = validate_batches(records, max_batch_bytes=config.max_message_bytes)
-        if one_batch and len(validated.batches) != 1:
-            raise RecordsError(
-                ErrorCode.INVALID_RECORD,
-                f"a produce request must hold exactly one record batch per partition; "
-                f"it has {len(validated.batches)}",
-            )
-        if config.compression_type != "producer":
-            changed = recompress(validated, config.compression_type, config.compression_level)
-            if changed is not None:
-                validated = validate_batches(
-                    memoryview(changed), max_batch_bytes=config.max_message_bytes
-                )
-        if config.compact:
-            check_keys(validated, plog.directory.name)
-        return plog.append(validated, leader_epoch=epoch, now_ms=now_ms())
-    except (RecordsError, ProducerStateError, LogError) as exc:
-        return exc
-
-
-def _diverging(plog: PartitionLog, last_fetched_epoch: int, offset: int) -> tuple[int, int] | None:
-    """(epoch, end offset) if the fetcher's log, which reached ``offset`` in
-    ``last_fetched_epoch``, diverges from this one (KIP-595's check, as Kafka's leader)."""
-    epoch, end = plog.end_offset_for_epoch(last_fetched_epoch)
-    return (epoch, end) if epoch < last_fetched_epoch or end < offset else None
-
-
-def _read(
-    plog: PartitionLog, offset: int, max_bytes: int, min_one: bool, committed_only: bool
-) -> ReadInfo | Exception:
-    before_storage_operation()
-    try:
-        info = plog.read(
-            offset,
-            max_bytes,
-            min_one_batch=min_one,
-            max_offset=plog.last_stable_offset if committed_only else plog.high_watermark,
-        )
-    except LogError as exc:
-        return exc
-    try:
-        make_resident(info.regions)
-    except OSError as exc:
-        info.release()
-        return LogStorageError(f"{plog.directory.name}: read failed: {exc}")
-    return info

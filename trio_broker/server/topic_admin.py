@@ -105,7 +105,23 @@ class TopicAdmin:
         configs: Mapping[str, str | None],
         *,
         validate_only: bool = False,
+        replication_factor: int = 1,
+        replicas: Sequence[Sequence[int]] | None = None,
     ) -> TopicInfo:
+        """One broker holds every replica: a replication factor other than 1, or an
+        assignment naming another broker, is refused."""
+        me = self.cluster.broker_id
+        for ids in replicas or ():
+            if list(ids) != [me]:
+                raise TopicError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"every replica must be on broker {me} (the only broker), got {list(ids)}",
+                )
+        if replicas is None and replication_factor != 1:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor {replication_factor} is larger than 1, the broker count",
+            )
         problem = topic_name_error(name)
         if problem is not None:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)

@@ -343,6 +343,27 @@ def _cluster(c: dict[str, Any]) -> Iterator[Metric]:
         "Partitions without a leader (OfflinePartitionsCount)",
         value=c["offline_partitions"],
     )
+    r = c["replication"]
+    yield GaugeMetricFamily(
+        "kafka_server_replica_manager_under_replicated_partitions",
+        "Partitions led here whose ISR lacks a replica (UnderReplicatedPartitions)",
+        value=r["under_replicated_partitions"],
+    )
+    yield CounterMetricFamily(
+        "kafka_server_replica_manager_isr_shrinks",
+        "ISR shrinks by this broker as leader since start (IsrShrinksPerSec)",
+        value=r["isr_shrinks"],
+    )
+    yield CounterMetricFamily(
+        "kafka_server_replica_manager_isr_expands",
+        "ISR expansions by this broker as leader since start (IsrExpandsPerSec)",
+        value=r["isr_expands"],
+    )
+    yield GaugeMetricFamily(
+        "kafka_server_replica_fetcher_manager_max_lag",
+        "Largest lag of a follower of a partition led here, in messages",
+        value=r["max_follower_lag"],
+    )
 
 
 def _log_cleaner(lc: dict[str, Any]) -> Iterator[Metric]:

@@ -7,6 +7,7 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
 
 - gives every partition without a state a leader (its first live replica) and an ISR
   (its live replicas), at leader epoch 0;
+- takes a dead follower out of its partitions' ISR, with the next leader epoch;
 - moves the leadership of a partition whose leader died to the first live replica of its
   ISR, with the next leader epoch; with none left the partition is offline (leader -1:
   ``unclean.leader.election.enable`` is false) until one of its ISR comes back;
@@ -16,7 +17,9 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
   deleted topic, and UpdateMetadata with the live brokers and every partition to every
   live broker, over the receivers' control-plane listener (``network.PeerClient``);
 
-then waits until a broker or a topic comes or goes. A receiver refuses a deposed
+then waits until a broker or a topic comes or goes, or a leader changes an ISR (its
+notification under ``/isr_change_notification``: the round reads the state again and
+tells every broker). A receiver refuses a deposed
 controller's requests by their older epoch; one that cannot be reached is retried
 (``RETRY_S``) until it answers or the next round begins.
 """
@@ -70,7 +73,11 @@ def elect(
         alive = [r for r in replicas if r in live]
         return layout.LeaderIsr(alive[0] if alive else NO_LEADER, 0, tuple(alive), epoch)
     if state.leader in live:
-        return None
+        in_sync = tuple(r for r in state.isr if r in live)
+        if in_sync == state.isr:
+            return None
+        # A follower died: it leaves the ISR at once (acks=all stops waiting for it).
+        return layout.LeaderIsr(state.leader, state.leader_epoch + 1, in_sync, epoch)
     candidates = [r for r in state.isr if r in live]
     if not candidates:
         if state.leader == NO_LEADER:
@@ -98,6 +105,8 @@ class ZkController:
         while True:
             ids, brokers_changed = await self.session.watch_children(layout.BROKER_IDS)
             names, topics_changed = await self.session.watch_children(layout.TOPICS)
+            await self.session.ensure_path(layout.ISR_CHANGE_NOTIFICATION)
+            notes, isr_changed = await self.session.watch_children(layout.ISR_CHANGE_NOTIFICATION)
             live = await self._registrations(ids)
             joined = [b for b in live if b not in self.live]
             topics: dict[str, TopicView] = {}
@@ -112,6 +121,8 @@ class ZkController:
                         await self._write_state(name, p, view, new)
                         changed.add((name, p))
                 topics[name] = view
+            for note in notes:  # every state node was read again just now
+                await self.session.delete(f"{layout.ISR_CHANGE_NOTIFICATION}/{note}")
             gone = {n: v for n, v in self.topics.items() if n not in topics}
             self.topics, self.live = topics, live
             for b in [b for b in untold if b not in live]:
@@ -147,7 +158,7 @@ class ZkController:
                 sends.append((broker, request, UPDATE_METADATA_VERSION, self._counted))
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._send_all, sends)
-                await _first_of(brokers_changed, topics_changed)
+                await _first_of(brokers_changed, topics_changed, isr_changed)
                 nursery.cancel_scope.cancel()  # the next round tells them the news
 
     async def _registrations(self, ids: list[str]) -> dict[int, layout.Registration]:

@@ -24,8 +24,18 @@ CONFIG_TOPICS = "/config/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
+# A leader that changed a partition's ISR leaves a sequential node here for the controller.
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+ISR_CHANGE_PREFIX = ISR_CHANGE_NOTIFICATION + "/isr_change_"
 # The persistent paths Kafka creates on start-up that a broker of ours uses.
-PERSISTENT = ("/brokers/ids", "/brokers/topics", "/config/topics", "/config/brokers", "/cluster")
+PERSISTENT = (
+    "/brokers/ids",
+    "/brokers/topics",
+    "/config/topics",
+    "/config/brokers",
+    "/cluster",
+    "/isr_change_notification",
+)
 
 
 def broker_path(broker_id: int) -> str:
@@ -164,3 +174,10 @@ class LeaderIsr:
             tuple(int(b) for b in doc["isr"]),
             int(doc["controller_epoch"]),
         )
+
+
+def isr_change_data(partitions: Sequence[tuple[str, int]]) -> bytes:
+    """An ISR change notification, as Kafka's leaders write it."""
+    return json.dumps(
+        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+    ).encode()

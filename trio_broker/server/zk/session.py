@@ -122,6 +122,13 @@ class ZkSession:
             return False
         return True
 
+    async def create_sequential(self, prefix: str, data: bytes) -> str:
+        """Create a persistent node named ``prefix`` plus ZooKeeper's sequence number
+        (parents made as needed); its path."""
+        return str(
+            await self._call(self._client.create, prefix, data, sequence=True, makepath=True)
+        )
+
     async def ensure_path(self, path: str) -> None:
         await self._call(self._client.ensure_path, path)
 

@@ -4,8 +4,10 @@ ZooKeeper, and the controller carries them out.
 Owns: ``ZkTopics``, which stands in for ``TopicAdmin``'s create and delete when
 ``zookeeper.connect`` is set, as a ZooKeeper-era Kafka broker does:
 
-- create: the name and configs are checked as on one broker, the partitions are placed
-  on the live brokers (round robin from a random one, as Kafka's rack-unaware placement),
+- create: the name and configs are checked as on one broker, the partitions' replicas are
+  placed on the live brokers (``place_replicas``, Kafka's rack-unaware placement; a
+  replication factor above the live brokers is INVALID_REPLICATION_FACTOR) or where the
+  request's assignment says (checked: registered brokers, no repeats, equal sizes),
   and the config (``/config/topics/<t>``) and the assignment with a new topic id
   (``/brokers/topics/<t>``) are written; the controller elects leaders and tells the
   brokers (``ZkController``). The request waits until this broker's metadata has the
@@ -22,7 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import trio
 
@@ -57,6 +59,8 @@ class ZkTopics:
         configs: Mapping[str, str | None],
         *,
         validate_only: bool = False,
+        replication_factor: int = 1,
+        replicas: Sequence[Sequence[int]] | None = None,
     ) -> TopicInfo:
         # The checks of one broker: name, partition count, configs, not here already.
         await self.local.create_topic(name, num_partitions, configs, validate_only=True)
@@ -65,8 +69,11 @@ class ZkTopics:
         live = sorted(int(b) for b in await self.session.children(layout.BROKER_IDS))
         if not live:
             raise TopicError(ErrorCode.BROKER_NOT_AVAILABLE, "no broker is registered")
-        start = random.randrange(len(live))
-        placement = {p: [live[(start + p) % len(live)]] for p in range(num_partitions)}
+        if replicas is not None:
+            placement = {p: list(ids) for p, ids in enumerate(replicas)}
+            _check_assignment(placement, live)
+        else:
+            placement = place_replicas(num_partitions, replication_factor, live)
         if validate_only:
             return TopicInfo(name, ZERO_UUID, ())
         topic_id = uuid.uuid4()
@@ -81,7 +88,7 @@ class ZkTopics:
         data = layout.assignment_data(topic_id, placement)
         if not await self.session.create(layout.topic_path(name), data, makepath=True):
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-        log.info("topic %s: %d partitions placed on brokers %s", name, num_partitions, live)
+        log.info("topic %s: %d partitions placed: %s", name, num_partitions, placement)
         info = await self._propagated(name, present=True, partitions=num_partitions)
         if info is not None:
             return info
@@ -134,3 +141,41 @@ class ZkTopics:
             while not done():
                 await self.control.changed.wait()
         return self.local.topic(name)
+
+
+def place_replicas(partitions: int, factor: int, brokers: list[int]) -> dict[int, list[int]]:
+    """Kafka's rack-unaware placement: each partition's first replica round robin from a
+    random broker, its followers at a shift (random, growing every full round) so that
+    the followers of one broker's partitions spread over the others."""
+    n = len(brokers)
+    if factor < 1 or factor > n:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"replication factor {factor} is not between 1 and the {n} live brokers",
+        )
+    start = random.randrange(n)
+    shift = random.randrange(n)
+    placement: dict[int, list[int]] = {}
+    for p in range(partitions):
+        if p > 0 and p % n == 0:
+            shift += 1
+        first = (p + start) % n
+        ids = [brokers[first]]
+        for j in range(factor - 1):
+            ids.append(brokers[(first + 1 + (shift + j) % (n - 1)) % n])
+        placement[p] = ids
+    return placement
+
+
+def _check_assignment(placement: Mapping[int, list[int]], live: list[int]) -> None:
+    sizes = {len(ids) for ids in placement.values()}
+    for p, ids in placement.items():
+        problem = None
+        if not ids or len(set(ids)) != len(ids):
+            problem = f"partition {p}: replicas {ids} are empty or repeat a broker"
+        elif unknown := [b for b in ids if b not in live]:
+            problem = f"partition {p}: brokers {unknown} are not registered"
+        elif len(sizes) > 1:
+            problem = "every partition must have the same number of replicas"
+        if problem is not None:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
