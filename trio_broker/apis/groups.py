@@ -8,11 +8,14 @@ SyncGroup the coordinator cannot answer yet comes back as a ``Pending``: the req
 parked in the ``rebalance`` purgatory under it and answered when the coordinator fills it
 in (or, if the broker shuts down first, with NOT_COORDINATOR so the client looks again).
 
-FindCoordinator: this broker coordinates every group. Transactions are not supported, so a
-TRANSACTION key is answered COORDINATOR_NOT_AVAILABLE with a message saying so (and the
-transaction APIs are absent from ApiVersions, which is what clients check first). A SHARE
-key (v6+, KIP-932) needs CLUSTER_ACTION on the cluster, as Kafka 3.9 asks, and is then
-COORDINATOR_NOT_AVAILABLE too: share groups are not served; before v6 it is INVALID_REQUEST.
+FindCoordinator: a broker on its own coordinates every group; in a ZooKeeper cluster the
+leader of the group's partition of ``__consumer_offsets`` does
+(``locate_group_coordinator``). Transactions are not supported, so a TRANSACTION key is
+answered COORDINATOR_NOT_AVAILABLE with a message saying so (and the transaction APIs are
+absent from ApiVersions, which is what clients check first). A SHARE key (v6+, KIP-932)
+needs CLUSTER_ACTION on the cluster, as Kafka 3.9 asks, and is then
+COORDINATOR_NOT_AVAILABLE too: share groups are not served; before v6 it is
+INVALID_REQUEST.
 
 Authorization, as Kafka: FindCoordinator and DescribeGroups need DESCRIBE on the group,
 JoinGroup, SyncGroup, Heartbeat and LeaveGroup READ, DeleteGroups DELETE; else
@@ -100,20 +103,23 @@ async def find_coordinator(
     v = ctx.api_version
     key_type = req.key_type if v >= 1 else KEY_TYPE_GROUP
     keys = req.coordinator_keys if v >= 4 else [req.key]
-    active = coordinator_of(ctx).active
-    me = ctx.broker.endpoints(ctx.listener)[0]
+    endpoints = {e.node_id: e for e in ctx.broker.endpoints(ctx.listener)}
     found: list[tuple[str, int, str, int, int, str | None]] = []
     for key in keys:
         if key_type == KEY_TYPE_GROUP and not allowed(ctx, Op.DESCRIBE, GROUP, key):
             found.append((key, -1, "", -1, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
             continue
-        if key_type == KEY_TYPE_GROUP and active:
-            found.append((key, me.node_id, me.host, me.port, ErrorCode.NONE, None))
-            continue
         error: int = ErrorCode.COORDINATOR_NOT_AVAILABLE
         message: str | None
         if key_type == KEY_TYPE_GROUP:
-            message = "the coordinator is not running"
+            node, error, message = await ctx.broker.locate_group_coordinator(key)
+            endpoint = endpoints.get(node)
+            if error == ErrorCode.NONE and endpoint is not None:
+                found.append((key, node, endpoint.host, endpoint.port, ErrorCode.NONE, None))
+                continue
+            if error == ErrorCode.NONE:
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                message = f"broker {node} has no {ctx.listener} listener"
         elif key_type == KEY_TYPE_TRANSACTION:
             message = NO_TRANSACTIONS
         elif key_type == KEY_TYPE_SHARE and v >= 6:

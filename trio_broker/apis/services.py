@@ -292,6 +292,10 @@ class BrokerView(Protocol):
         """The partition's size in bytes, -1 if it has no log (cheap: for parked fetches)."""
         ...
 
+    async def locate_group_coordinator(self, group_id: str) -> tuple[int, int, str | None]:
+        """FindCoordinator for a group: (broker id, error code, message)."""
+        ...
+
     def consumer_horizon(self, topic: str, partition: int) -> int | None:
         """A replicated partition's high watermark (what a parked consumer fetch waits
         on); None for a partition with one replica."""

@@ -49,11 +49,12 @@ from .cluster_state import ClusterState
 from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
 from .config_admin import ConfigAdmin
 from .configdef import ConfigEntry
-from .connection_limits import connection_limits
+from .connection_limits import CONNECTION_KEYS, connection_limits
 from .control_plane import ControlPlane
 from .delayed import DelayedResponse
 from .dynamic_config import DynamicConfigStore
 from .faults import FaultInjector
+from .group_locator import GroupLocator
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .handler_pool import HandlerPool
 from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
@@ -204,6 +205,9 @@ class Broker:
             memory_pool_capacity=config["queued.max.request.bytes"],
         )
         self.metrics_report = MetricsReport(self.metrics)
+        # The JSON snapshot (schema trio-broker.metrics/1, docs/metrics.md) and Prometheus.
+        self.metrics_snapshot = self.metrics_report.snapshot
+        self.prometheus_text = self.metrics_report.prometheus_text
         self.quota_manager = QuotaManager(
             self.quotas,
             samples=config["quota.window.num"],
@@ -233,7 +237,9 @@ class Broker:
         self.purgatories["rebalance"] = Purgatory("rebalance")
         self.group_coordinator = GroupCoordinator(
             CoordinatorConfig.from_broker(config),
-            LogOffsetsTopic(config, self.topics_catalog, self.replica_manager),
+            LogOffsetsTopic(
+                config, self.topics_catalog, self.replica_manager, replicated=bool(self.zk)
+            ),
             notify=self.purgatories["rebalance"].check,
         )
         self.topic_admin = TopicAdmin(
@@ -283,6 +289,14 @@ class Broker:
             epoch = lambda: self.cluster.controller_epoch  # noqa: E731
             isr = ZkIsrWriter(self.zk.session, self.broker_id, epoch)
             self.replica_manager.replication.isr_writer = isr
+        self.control.offsets_role = self.group_coordinator.role_changed
+        self.locate_group_coordinator = GroupLocator(
+            self.broker_id,
+            self.group_coordinator,
+            self.cluster,
+            lambda: self.config,
+            self.create_topic if self.zk is not None else None,
+        ).locate
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
         self.authorize = access.authorize
@@ -437,15 +451,6 @@ class Broker:
 
     # ------------------------------------------------------- run-time config
 
-    _CONNECTION_KEYS = frozenset(
-        {
-            "max.connections",
-            "max.connections.per.ip",
-            "max.connections.per.ip.overrides",
-            "max.connection.creation.rate",
-        }
-    )
-
     async def update_config(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
         """Make ``new`` (``with_updates`` of the running config, so already validated) the
         running config: first stored in the data dir (so it survives a restart), then
@@ -487,21 +492,11 @@ class Broker:
                 continue
             size = new.listener_setting(name, "num.network.threads")
             self.socket_server.resize(name, size or new["num.network.threads"])
-        if any(k in self._CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
+        if any(k in CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
             self.socket_server.update_limits(connection_limits(new))
         if any(k.startswith(("log.", "message.max.bytes", "compression.")) for k in changed):
             for topic in self.topics_catalog.all():
                 self.replica_manager.reconfigure(topic)
-
-    # ------------------------------------------------------------------ metrics
-
-    def metrics_snapshot(self) -> dict[str, Any]:
-        """The JSON metrics snapshot, schema ``trio-broker.metrics/1`` (docs/metrics.md)."""
-        return self.metrics_report.snapshot()
-
-    def prometheus_text(self) -> bytes:
-        """The same figures in Prometheus' text format."""
-        return self.metrics_report.prometheus_text()
 
     # ----------------------------------------------------------- BrokerView
 

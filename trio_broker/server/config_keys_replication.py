@@ -68,4 +68,21 @@ REPLICATION_KEYS: list[ConfigKey] = [
         "How often the high watermarks of replicated partitions are written to disk.",
         POSITIVE,
     ),
+    define(
+        "offsets.topic.replication.factor",
+        INT,
+        3,
+        "Replicas of each __consumer_offsets partition in a ZooKeeper cluster; until that "
+        "many brokers are live, FindCoordinator answers COORDINATOR_NOT_AVAILABLE (a "
+        "broker on its own holds the one replica).",
+        POSITIVE,
+    ),
+    define(
+        "offsets.commit.timeout.ms",
+        INT,
+        5000,
+        "How long an offset commit waits for the ISR of its __consumer_offsets partition "
+        "(in a ZooKeeper cluster) before it fails with COORDINATOR_NOT_AVAILABLE.",
+        POSITIVE,
+    ),
 ]

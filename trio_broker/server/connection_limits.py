@@ -11,6 +11,16 @@ from __future__ import annotations
 from ..network.connection_quotas import ConnectionLimits
 from .config import BrokerConfig
 
+# The broker keys whose change applies to the running listeners' limits at once.
+CONNECTION_KEYS = frozenset(
+    {
+        "max.connections",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",
+    }
+)
+
 
 def connection_limits(config: BrokerConfig) -> ConnectionLimits:
     def per_listener(key: str) -> dict[str, int]:

@@ -13,13 +13,14 @@ follower, ``ReplicaFetchers`` fetches it from its leader.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import trio
 
 from ..apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
 from ..protocol.errors import ErrorCode
 from .cluster_state import ClusterState
+from .groups.storage import OFFSETS_TOPIC
 from .purgatory import Purgatory
 from .replica_fetcher import ReplicaFetchers
 from .replica_manager import ReplicaManager
@@ -42,6 +43,9 @@ class ControlPlane:
         self.fetch_purgatory = fetch_purgatory
         self.replication = replica_manager.replication
         self.fetchers: ReplicaFetchers | None = None  # set by the broker
+        # Told when this broker comes to lead, or stops leading, a partition of the
+        # offsets topic (the group coordinator, in a ZooKeeper cluster).
+        self.offsets_role: Callable[[int, bool], None] | None = None
         # Set (and replaced) after every applied control request: for waiters on the view.
         self.changed = trio.Event()
 
@@ -84,6 +88,8 @@ class ControlPlane:
         plog = self.replica_manager.partition(a.topic, a.partition)
         if plog is None:
             return
+        if a.topic == OFFSETS_TOPIC and self.offsets_role is not None:
+            self.offsets_role(a.partition, a.leader == self.broker_id)
         plog.replicated = len(a.replicas) > 1
         fetchers = self.fetchers
         if a.leader == self.broker_id:
@@ -116,6 +122,8 @@ class ControlPlane:
             self.replication.resign(topic, index)
             if self.fetchers is not None:
                 self.fetchers.unfollow(topic, index)
+            if topic == OFFSETS_TOPIC and self.offsets_role is not None:
+                self.offsets_role(index, False)
             if delete and self.replica_manager.partition(topic, index) is not None:
                 await trio.to_thread.run_sync(
                     self.replica_manager.delete_partition_log, topic, index

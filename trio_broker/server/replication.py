@@ -90,6 +90,7 @@ class Replication:
         self.isr_expands = 0
         self.isr_shrinks = 0
         self._nursery: trio.Nursery | None = None
+        self._moved: dict[Key, trio.Event] = {}  # for wait_replicated: news of a partition
 
     # ------------------------------------------------------------- leadership
 
@@ -109,7 +110,25 @@ class Replication:
     def resign(self, topic: str, partition: int) -> None:
         """This broker no longer leads the partition: waiting produces answer now."""
         if self.leaders.pop((topic, partition), None) is not None:
-            self.produce_purgatory.check((topic, partition))
+            self._news((topic, partition))
+
+    def _news(self, key: Key) -> None:
+        self.produce_purgatory.check(key)
+        event = self._moved.pop(key, None)
+        if event is not None:
+            event.set()
+
+    async def wait_replicated(
+        self, topic: str, partition: int, required: int, timeout_s: float
+    ) -> int:
+        """``status`` once it is known (the broker's own records, as acks=all: the group
+        coordinator's commits); REQUEST_TIMED_OUT after ``timeout_s``."""
+        key = (topic, partition)
+        with trio.move_on_after(timeout_s):
+            while (status := self.status(topic, partition, required)) is None:
+                await self._moved.setdefault(key, trio.Event()).wait()
+            return status
+        return ErrorCode.REQUEST_TIMED_OUT
 
     def forget_topic(self, topic: str) -> None:
         for key in [k for k in self.leaders if k[0] == topic]:
@@ -190,7 +209,7 @@ class Replication:
         hw = min(ends)
         if hw > plog.high_watermark and plog.set_high_watermark(hw):
             self.fetch_purgatory.check(key)
-            self.produce_purgatory.check(key)
+            self._news(key)
 
     # -------------------------------------------------------------------- ISR
 
@@ -261,4 +280,4 @@ class Replication:
         )
         state.isr, state.version = new, version
         self._advance(key, state)
-        self.produce_purgatory.check(key)  # a smaller ISR may fail waiting produces
+        self._news(key)  # a smaller ISR may fail waiting produces

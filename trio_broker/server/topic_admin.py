@@ -238,6 +238,7 @@ class TopicAdmin:
                         index + 1,
                         configs,
                         topic_id=topic_id if topic_id != ZERO_UUID else None,
+                        internal=topic == "__consumer_offsets",
                     )
                 elif index >= len(info.partitions):
                     new = self.catalog.with_partitions(info, index + 1)

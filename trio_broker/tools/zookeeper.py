@@ -49,7 +49,17 @@ class ZooKeeperServer:
         self.port = _free_port()
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                ["java", "-cp", f"{JARS}/*:{CONF}", MAIN, str(self.port), str(self.data_dir)],
+                [
+                    "java",
+                    # Its AdminServer (Jetty on port 8080 by default) is not used, and two
+                    # ZooKeepers on one machine would fight over that port.
+                    "-Dzookeeper.admin.enableServer=false",
+                    "-cp",
+                    f"{JARS}/*:{CONF}",
+                    MAIN,
+                    str(self.port),
+                    str(self.data_dir),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -47,6 +47,7 @@ from .log_format import (
 )
 from .membership import Membership, MembershipConfig, validate_member
 from .offsets import CONSUMER_PROTOCOL_TYPE, OffsetAndMetadata, expired_partitions
+from .ownership import Ownership, unload
 from .state import DEAD, DELETE_GROUP, EMPTY, OFFSET_COMMIT, STABLE, Reply
 from .storage import Ack, OffsetsTopic, OrderedWriter, StoredRecord, partition_for
 from .timers import Timers
@@ -113,6 +114,11 @@ class GroupCoordinator:
         self.active = False
         self.loaded_records = 0
         self._scope: trio.CancelScope | None = None
+        self._notify = notify
+        self._nursery: trio.Nursery | None = None
+        self.ownership = Ownership()  # every group, unless the offsets topic is replicated
+        if getattr(topic, "replicated", False):
+            self.ownership.owned = set()
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, max(1, self.topic.partitions))
@@ -128,6 +134,7 @@ class GroupCoordinator:
         with trio.CancelScope() as scope:
             self._scope = scope
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 await nursery.start(self.timers.run)
                 await nursery.start(self.writer.run)
                 self._arm_retention()
@@ -169,12 +176,55 @@ class GroupCoordinator:
             )
 
     def _check(self, group_id: str | None, *, allow_empty: bool) -> int:
-        """Kafka's validateGroupStatus: the id, then whether we serve at all."""
+        """Kafka's validateGroupStatus: the id, whether we serve at all, and whether this
+        broker coordinates the group (its partition of the offsets topic)."""
         if group_id is None or (group_id == "" and not allow_empty):
             return ErrorCode.INVALID_GROUP_ID
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return ErrorCode.NONE
+        return self.ownership.error_for(self.partition_for(group_id))
+
+    # ===================================================== partition leadership
+
+    def role_changed(self, partition: int, leader: bool) -> None:
+        """LeaderAndIsr or StopReplica for a partition of the offsets topic: begin
+        loading it (in the coordinator's own task) or forget it."""
+        if leader and self._nursery is not None:
+            self._nursery.start_soon(self.elect, partition)
+        elif not leader:
+            self.resign(partition)
+
+    async def elect(self, partition: int) -> None:
+        """This broker now leads ``partition`` of the offsets topic: read its groups back
+        (on a worker thread) and serve them."""
+        own = self.ownership
+        if own.owned is None or partition in own.owned or partition in own.loading:
+            return
+        own.loading.add(partition)
+        try:
+            records = self.topic.scan_partition(partition)  # type: ignore[attr-defined]
+            replay = await trio.to_thread.run_sync(self._replay, records)
+            if partition in own.loading:  # not resigned meanwhile
+                self._install(replay)
+                own.owned.add(partition)
+                log.info("coordinating the groups of partition %d", partition)
+        finally:
+            own.loading.discard(partition)
+
+    def resign(self, partition: int) -> None:
+        """``partition`` of the offsets topic is led elsewhere now: forget its groups."""
+        own = self.ownership
+        if own.owned is None:
+            return
+        own.loading.discard(partition)
+        if partition not in own.owned:
+            return
+        own.owned.discard(partition)
+        for group_id, group in list(self.groups.items()):
+            if self.partition_for(group_id) == partition:
+                unload(group, self.timers, self._notify)
+                del self.groups[group_id]
+        log.info("no longer coordinating the groups of partition %d", partition)
 
     # ================================================================ membership
 

@@ -114,17 +114,29 @@ class OffsetsTopic(Protocol):
 
 
 class LogOffsetsTopic:
-    """``__consumer_offsets`` in the broker's own catalog and logs."""
+    """``__consumer_offsets`` in the broker's own catalog and logs. In a ZooKeeper cluster
+    (``replicated``) the topic is the cluster's (created on the first FindCoordinator,
+    placed by the controller): nothing is created here, a partition is read back when
+    this broker becomes its leader, and an append counts once the ISR has it."""
 
     def __init__(
-        self, config: BrokerConfig, catalog: TopicCatalog, replica_manager: ReplicaManager
+        self,
+        config: BrokerConfig,
+        catalog: TopicCatalog,
+        replica_manager: ReplicaManager,
+        *,
+        replicated: bool = False,
     ) -> None:
         self.config = config
         self.catalog = catalog
         self.replica_manager = replica_manager
+        self.replicated = replicated
         self.partitions = 0
 
     def open(self) -> int:
+        if self.replicated:
+            self.partitions = self.config["offsets.topic.num.partitions"]
+            return self.partitions
         info: TopicInfo = self.catalog.create(
             OFFSETS_TOPIC,
             self.config["offsets.topic.num.partitions"],
@@ -142,15 +154,29 @@ class LogOffsetsTopic:
         return self.partitions
 
     def scan(self) -> Iterator[StoredRecord]:
+        if self.replicated:
+            return  # each partition is read when this broker comes to lead it
         for p in range(self.partitions):
-            plog = self.replica_manager.partition(OFFSETS_TOPIC, p)
-            if plog is not None:
-                yield from _scan_log(p, plog)
+            yield from self.scan_partition(p)
+
+    def scan_partition(self, partition: int) -> Iterator[StoredRecord]:
+        plog = self.replica_manager.partition(OFFSETS_TOPIC, partition)
+        if plog is not None:
+            yield from _scan_log(partition, plog)
 
     async def append(self, partition: int, records: Sequence[Record]) -> int:
+        rm = self.replica_manager
+        if self.replicated and not rm.cluster.leads(OFFSETS_TOPIC, partition):
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         batch = build_batch(records)
-        result = await self.replica_manager.append_internal(OFFSETS_TOPIC, partition, batch)
-        return int(result.error_code)
+        result = await rm.append_internal(OFFSETS_TOPIC, partition, batch)
+        if result.error_code or not self.replicated:
+            return int(result.error_code)
+        # As Kafka's coordinator writes: acks=all, within offsets.commit.timeout.ms.
+        timeout_s = self.config["offsets.commit.timeout.ms"] / 1000
+        return await rm.replication.wait_replicated(
+            OFFSETS_TOPIC, partition, result.required_offset, timeout_s
+        )
 
 
 def _scan_log(partition: int, plog: PartitionLog) -> Iterator[StoredRecord]:
