@@ -4,7 +4,8 @@ Owns: starting a local cluster for trying things out and for tests: a ZooKeeper
 (``tools.zookeeper``, or an existing one with ``--zookeeper``), then N broker processes
 (``python -m trio_broker``), each with its own data dir under ``--dir``, ``broker.id`` 0 to
 N-1, port-0 listeners (``PLAINTEXT`` for clients, ``CONTROLLER`` for the control plane)
-and ``zookeeper.connect``; it prints each broker's addresses and a ``bootstrap.servers``
+``zookeeper.connect`` and ``offsets.topic.replication.factor`` (3, or N if smaller); it
+prints each broker's addresses and a ``bootstrap.servers``
 line once all have started, then runs until SIGINT or SIGTERM, and stops the brokers
 (cleanly: they deregister) and then ZooKeeper. Data dirs are kept, so the same command
 starts the same cluster again. ``--override key=value`` goes to every broker.
@@ -27,7 +28,9 @@ from .zookeeper import ZooKeeperServer
 START_TIMEOUT_S = 60.0
 
 
-def broker_args(data: Path, broker_id: int, connect: str, overrides: list[str]) -> list[str]:
+def broker_args(
+    data: Path, broker_id: int, connect: str, overrides: list[str], brokers: int = 3
+) -> list[str]:
     settings = [
         f"log.dirs={data}",
         f"broker.id={broker_id}",
@@ -35,6 +38,8 @@ def broker_args(data: Path, broker_id: int, connect: str, overrides: list[str]) 
         "control.plane.listener.name=CONTROLLER",
         "admin.listeners=http://127.0.0.1:0",
         f"zookeeper.connect={connect}",
+        # Kafka's 3, or every broker of a smaller cluster: groups work from the start.
+        f"offsets.topic.replication.factor={min(3, brokers)}",
         *overrides,
     ]
     args = [sys.executable, "-m", "trio_broker"]
@@ -93,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             log = base / f"broker{i}.log"
             with log.open("ab") as out:
                 proc = subprocess.Popen(
-                    broker_args(data, i, connect, args.override),
+                    broker_args(data, i, connect, args.override, args.brokers),
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,
