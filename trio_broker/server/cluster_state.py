@@ -50,12 +50,10 @@ class ClusterState:
         self.controller_epoch = -1
         self.leadership: dict[tuple[str, int], Leadership] = {}
         self.cache = MetadataCache()
-        # In a ZooKeeper cluster the controller's word is the only one: a partition of a
-        # topic it placed but has not described to this broker is nobody's here (not, as
-        # for a broker on its own, this one's). Topics it never placed (this broker's own
-        # __consumer_offsets) stay this broker's.
+        # In a ZooKeeper cluster the controller's word is the only one: a partition it
+        # has not described to this broker (since this broker started) is nobody's here,
+        # not, as for a broker on its own, this one's.
         self.authoritative = False
-        self.placed: set[str] = set()  # topics a LeaderAndIsr named
 
     # ---------------------------------------------------------------- queries
 
@@ -101,7 +99,7 @@ class ClusterState:
         return PartitionInfo(partition, state.leader, state.leader_epoch, state.replicas, state.isr)
 
     def _placed(self, topic: str) -> bool:
-        return self.authoritative and (topic in self.placed or topic in self.cache.partitions)
+        return self.authoritative
 
     # --------------------------------------------------------------- changes
 
@@ -116,7 +114,6 @@ class ClusterState:
         """Apply one LeaderAndIsr partition state; returns its error code."""
         if self.broker_id not in a.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        self.placed.add(a.topic)
         key = (a.topic, a.partition)
         current = self.leadership.get(key)
         if current is not None and a.leader_epoch <= current.leader_epoch:
@@ -133,7 +130,6 @@ class ClusterState:
         self.leadership[(topic, partition)] = Leadership(-1, epoch, (), ())
 
     def forget_topic(self, topic: str) -> None:
-        self.placed.discard(topic)
         for key in [k for k in self.leadership if k[0] == topic]:
             del self.leadership[key]
 
@@ -158,6 +154,11 @@ class ClusterState:
 
     def _load(self, data: dict[str, Any]) -> None:
         self.controller_epoch = data["controller_epoch"]
+        if self.authoritative:
+            # A ZooKeeper cluster's broker leads nothing until the controller says so
+            # again (it tells a broker that has just registered): what it led before it
+            # stopped may have moved meanwhile.
+            return
         for entry in data["leadership"]:
             self.leadership[(entry["topic"], entry["partition"])] = Leadership(
                 entry["leader"],

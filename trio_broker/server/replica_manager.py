@@ -148,10 +148,13 @@ class ReplicaManager:
             self.create_logs(t)
         for _, plog in self.logs.logs():
             self._observe(plog)
-        for (topic, index), state in self.cluster.leadership.items():
-            held = self.logs.get(topic, index)
-            if held is not None and len(state.replicas) > 1:
-                held.replicated = True  # its high watermark is the ISR's, not its end
+        # A log that may have followers keeps its high watermark as checkpointed (the
+        # ISR's), not its end: in a ZooKeeper cluster every log until the controller's
+        # LeaderAndIsr says how many replicas it has.
+        for (topic, index), held in self.logs.logs():
+            state = self.cluster.leadership.get((topic, index))
+            if self.cluster.authoritative or (state is not None and len(state.replicas) > 1):
+                held.replicated = True
 
     def _observe(self, plog: PartitionLog) -> None:
         """Report the log's fsync times to the metrics, from whatever thread flushes it."""
