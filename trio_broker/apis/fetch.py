@@ -220,6 +220,12 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             else [],
         )
 
+    # Where the logs stand before the first read: an append that lands while it reads
+    # counts as news for the parked fetch (a snapshot taken after the read would miss it,
+    # and a follower's fetch would wait out max_wait_ms while acks=all waits for it).
+    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None and not w.denied]
+    base = {key: broker.log_size(*key) for key in keys}
+    horizons = {} if follower else {key: broker.consumer_horizon(*key) for key in keys}
     results = await read_all()
     available = sum(r.size for r in results)
     errors = any(r.error_code != ErrorCode.NONE or r.diverging_epoch for r in results)
@@ -227,15 +233,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         return respond(results)
 
     # Parked: complete once min_bytes exist, counting what the first read found plus
-    # what the logs have grown by since (a log that shrank or vanished completes at once,
-    # with its error). The first read's file regions are released: the next read redoes it.
+    # what the logs have grown by since it began (bytes appended during it may count
+    # twice: such a fetch completes a little early), a log that shrank or vanished at
+    # once, with its error. The first read's file regions are released: the next read
+    # redoes it.
     for r in results:
         _release(r.records)
-    keys = [(w.topic, w.partition) for w in wanted if w.topic is not None and not w.denied]
-    base = {key: broker.log_size(*key) for key in keys}
     # A consumer of a replicated partition may read only up to its high watermark: it
     # waits for that to move (any move counts as enough), not for the log to grow.
-    horizons = {} if follower else {key: broker.consumer_horizon(*key) for key in keys}
 
     def ready() -> bool:
         grown = 0
