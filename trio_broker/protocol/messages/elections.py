@@ -12,9 +12,7 @@ class ElectLeadersRequest(Request, api_key=43, versions="0-2", flexible="2+"):
         partitions: list[int] = field("[]int32")
 
     election_type: int = field("int8", "1+")  # 0: preferred, 1: unclean (KIP-460)
-    topic_partitions: list[TopicPartitions] | None = field(
-        array(TopicPartitions), nullable="0+"
-    )
+    topic_partitions: list[TopicPartitions] | None = field(array(TopicPartitions), nullable="0+")
     timeout_ms: int = field("int32", default=60000)
 
 
