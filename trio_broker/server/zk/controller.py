@@ -17,9 +17,14 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
   deleted topic, and UpdateMetadata with the live brokers and every partition to every
   live broker, over the receivers' control-plane listener (``network.PeerClient``);
 
-then waits until a broker or a topic comes or goes, or a leader changes an ISR (its
+then waits until a broker or a topic comes or goes, a leader changes an ISR (its
 notification under ``/isr_change_notification``: the round reads the state again and
-tells every broker). A receiver refuses a deposed
+tells every broker), or an ``ElectionOrder`` is submitted (``controller_requests``: the
+round carries it out after its own elections, rules in ``elections``). A broker in
+controlled shutdown (``shut_down``) is elected nowhere and leaves every ISR; instead of
+LeaderAndIsr for the partitions it follows it gets StopReplica (logs kept), so that it
+stops fetching. A state write refused for its version (a leader's ISR change since the
+round read it) is left for the next round, a second later. A receiver refuses a deposed
 controller's requests by their older epoch; one that cannot be reached is retried
 (``RETRY_S``) until it answers or the next round begins.
 """
