@@ -46,6 +46,8 @@ def broker(tmp_path: Path, connect: str, broker_id: int, *more: str) -> BrokerPr
             "control.plane.listener.name=CONTROLLER",
             f"zookeeper.connect={connect}",
             f"zookeeper.session.timeout.ms={SESSION_MS}",
+            # A last broker's partitions cannot move: its three attempts wait 0.5 s apart.
+            "controlled.shutdown.retry.backoff.ms=500",
             *more,
         ],
     )

@@ -1,5 +1,6 @@
 """The inter-broker control requests: LeaderAndIsr v0-7, StopReplica v0-4, UpdateMetadata
-v0-8 (the versions of Kafka 3.9, the last release that had them).
+v0-8 (the versions of Kafka 3.9, the last release that had them), and ControlledShutdown
+v1-3, a stopping broker's request to the controller (served in a ZooKeeper cluster only).
 
 They are served on the control-plane listener only (the API table marks them control-only;
 elsewhere they close the connection as invalid requests). The handlers decode every
@@ -14,6 +15,8 @@ from typing import Any
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.controller import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     LeaderAndIsrPartitionError,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -148,3 +151,18 @@ async def update_metadata(
         req.controller_id, req.controller_epoch, brokers, partitions, topic_ids
     )
     return UpdateMetadataResponse(error_code=error)
+
+
+async def controlled_shutdown(
+    ctx: RequestContext, req: ControlledShutdownRequest
+) -> ControlledShutdownResponse:
+    """Move the stopping broker's leaderships away (NOT_CONTROLLER unless this broker is
+    the controller); the answer lists the partitions it still leads."""
+    if not cluster_allowed(ctx, Op.CLUSTER_ACTION):
+        return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    error, remaining = await ctx.broker.controlled_shutdown(req.broker_id, req.broker_epoch)
+    R = ControlledShutdownResponse.RemainingPartition
+    return ControlledShutdownResponse(
+        error_code=error,
+        remaining_partitions=[R(topic_name=t, partition_index=p) for t, p in remaining],
+    )

@@ -10,7 +10,7 @@ tested) without the network or trio.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -411,6 +411,20 @@ class BrokerView(Protocol):
         partitions: dict[str, dict[int, PartitionInfo]],
         topic_ids: dict[str, uuid.UUID],
     ) -> int: ...
+
+    # -- the controller's (ControlledShutdown, ElectLeaders)
+
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[int, list[tuple[str, int]]]:
+        """(error code, the partitions the broker still leads)."""
+        ...
+
+    async def elect_leaders(
+        self, election_type: int, partitions: Iterable[tuple[str, int]] | None, timeout_ms: int
+    ) -> dict[tuple[str, int], int]:
+        """An error code per partition (NONE: elected; NOT_CONTROLLER on other brokers)."""
+        ...
 
     # -- waiting without holding a handler
 

@@ -24,6 +24,7 @@ from . import (
     configs,
     controller,
     delete_records,
+    elections,
     fetch,
     group_offsets,
     groups,
@@ -70,6 +71,10 @@ class ApiTable:
         ]
         return ApiTable(entries)
 
+    def without(self, api_key: int) -> ApiTable:
+        """A copy of the table that does not serve ``api_key``."""
+        return ApiTable([e for e in self.entries() if e.spec.key != api_key])
+
     def versions(self, plane: str) -> dict[int, VersionRange]:
         return {
             key: e.versions
@@ -96,6 +101,7 @@ API_TABLE = ApiTable(
         ApiEntry(messages.configs.INCREMENTAL_ALTER_CONFIGS, alter_configs.handle_incremental),
         ApiEntry(messages.topics.CREATE_PARTITIONS, topics.create_partitions),
         ApiEntry(messages.produce.INIT_PRODUCER_ID, init_producer_id.handle),
+        ApiEntry(messages.elections.ELECT_LEADERS, elections.elect_leaders),
         # group coordinator (transactions are not served, so not listed)
         ApiEntry(messages.groups.FIND_COORDINATOR, groups.find_coordinator),
         ApiEntry(messages.groups.JOIN_GROUP, groups.join_group),
@@ -123,6 +129,12 @@ API_TABLE = ApiTable(
         ApiEntry(messages.controller.STOP_REPLICA, controller.stop_replica, control_only=True),
         ApiEntry(
             messages.controller.UPDATE_METADATA, controller.update_metadata, control_only=True
+        ),
+        # A stopping broker to the controller (ZooKeeper mode only: see Broker).
+        ApiEntry(
+            messages.controller.CONTROLLED_SHUTDOWN,
+            controller.controlled_shutdown,
+            control_only=True,
         ),
     ]
 )

@@ -31,7 +31,7 @@ from .schema import ArrayOf, FieldSpec, Struct
 _IDENTIFIERS: tuple[frozenset[str], ...] = (
     frozenset({"name", "topic", "topic_name"}),
     frozenset({"topic_id"}),
-    frozenset({"partition_index", "partition", "index"}),
+    frozenset({"partition_index", "partition", "index", "partition_id"}),
     frozenset({"group_id"}),
     frozenset({"resource_type"}),
     frozenset({"resource_name"}),
@@ -41,7 +41,7 @@ _IDENTIFIERS: tuple[frozenset[str], ...] = (
     frozenset({"member_id"}),
 )
 _STRING_KEYS = ("name", "topic", "group_id", "resource_name", "user", "key")
-_INT_KEYS = ("partition_index", "partition")
+_INT_KEYS = ("partition_index", "partition", "partition_id")
 
 
 def error_response(

@@ -41,6 +41,7 @@ from ..apis.services import (
 from ..apis.table import API_TABLE, ApiTable
 from ..log.dir_lock import LogDirLock
 from ..network.socket_server import ListenerSpec, SocketServer
+from ..protocol.api import ApiKey
 from . import listeners_file, meta_properties
 from .access import AccessControl
 from .acl_store import AclStore, Authorization
@@ -73,6 +74,7 @@ from .throttling import Throttler
 from .topic_admin import TopicAdmin
 from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config
 from .topics import TopicCatalog
+from .zk.controller_requests import ControllerRequests
 from .zk.isr_writer import ZkIsrWriter
 from .zk.layout import Registration
 from .zk.membership import ZkMembership
@@ -109,6 +111,8 @@ class Broker:
         self.zk = (
             ZkMembership(config, self._registration, peers) if config["zookeeper.connect"] else None
         )
+        if self.zk is None:  # no controller to ask: a cluster of one (controller_requests)
+            api_table = api_table.without(ApiKey.ControlledShutdown)
         self.api_table = api_table
         self.data_dir = config.log_dirs[0]
         self.dir_lock = LogDirLock(config.log_dirs)
@@ -116,6 +120,7 @@ class Broker:
         self.started_ns = time.monotonic_ns()
         self.ready = False
         self.stopped = trio.Event()
+        self._stopping = trio.Event()  # shutdown() called
         self.topics_catalog = TopicCatalog(self.data_dir, self.broker_id)
         self.producer_ids = ProducerIdManager(self.data_dir)
         self.dynamic_store = DynamicConfigStore(self.data_dir)
@@ -205,9 +210,9 @@ class Broker:
             memory_pool_capacity=config["queued.max.request.bytes"],
         )
         self.metrics_report = MetricsReport(self.metrics)
-        # The JSON snapshot (schema trio-broker.metrics/1, docs/metrics.md) and Prometheus.
-        self.metrics_snapshot = self.metrics_report.snapshot
-        self.prometheus_text = self.metrics_report.prometheus_text
+        # The JSON snapshot (``trio-broker.metrics/1``, docs/metrics.md) and Prometheus' text.
+        self.metrics_snapshot: Callable[[], dict[str, Any]] = self.metrics_report.snapshot
+        self.prometheus_text: Callable[[], bytes] = self.metrics_report.prometheus_text
         self.quota_manager = QuotaManager(
             self.quotas,
             samples=config["quota.window.num"],
@@ -290,13 +295,8 @@ class Broker:
             isr = ZkIsrWriter(self.zk.session, self.broker_id, epoch)
             self.replica_manager.replication.isr_writer = isr
         self.control.offsets_role = self.group_coordinator.role_changed
-        self.locate_group_coordinator = GroupLocator(
-            self.broker_id,
-            self.group_coordinator,
-            self.cluster,
-            lambda: self.config,
-            self.create_topic if self.zk is not None else None,
-        ).locate
+        zk_create = self.create_topic if self.zk is not None else None
+        self.locate_group_coordinator = GroupLocator(self, zk_create).locate
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
         self.authorize = access.authorize
@@ -319,6 +319,9 @@ class Broker:
         self.leader_and_isr = plane.leader_and_isr
         self.stop_replicas = plane.stop_replicas
         self.update_metadata = plane.update_metadata
+        requests = self.zk.requests if self.zk else ControllerRequests(None, topics.topics)
+        self.controlled_shutdown = requests.controlled_shutdown
+        self.elect_leaders = requests.elect_leaders
 
     def _forget_topic(self, info: TopicInfo) -> None:
         """What a deleted topic leaves outside its logs: parked fetches are answered, its
@@ -351,8 +354,9 @@ class Broker:
             async with around as admin_url:
                 self._admin_url = admin_url
                 await self._run_kafka(task_status)
-            await trio.to_thread.run_sync(self._close_stores)
-            await trio.to_thread.run_sync(self._remove_listeners_file)
+            await trio.to_thread.run_sync(self.replica_manager.close)
+            # After a clean shutdown: the ports written there are no longer served.
+            await trio.to_thread.run_sync(listeners_file.remove, self.data_dir)
         finally:
             if self.zk is not None:  # the registration goes now, not at session expiry
                 with trio.CancelScope(shield=True):
@@ -382,10 +386,12 @@ class Broker:
                         await services.start(self.zk.run)
                     if self._stored_changes:  # pool sizes stored by an earlier run
                         self.apply_config(self.config, self._stored_changes)
-                    await trio.to_thread.run_sync(self._write_listeners_file)
+                    bound = self.data_dir, self.broker_id, self.bound_listeners(), self.admin_url
+                    await trio.to_thread.run_sync(listeners_file.write, *bound)
                     self.ready = True
                     log.info("trio-broker %s started: %s", self.broker_id, self._listeners_line())
                     task_status.started(self)
+                    network.start_soon(self._stop_when_asked)
                 # The socket server has ended: request channels are closed, handlers drain.
                 handlers.cancel_scope.deadline = self.socket_server.shutdown_deadline + 1.0
             self.metrics.stop()
@@ -402,10 +408,18 @@ class Broker:
             await self.replica_manager.run_maintenance()
 
     def shutdown(self) -> None:
-        """Begin a graceful shutdown (idempotent): parked requests are answered now."""
+        """Begin a graceful shutdown (idempotent): in a ZooKeeper cluster the controller
+        first moves this broker's leaderships away (controlled shutdown, listeners still
+        serving); then parked requests are answered and the listeners stop."""
         if self.ready:
             log.info("trio-broker %s shutting down", self.broker_id)
         self.ready = False
+        self._stopping.set()
+
+    async def _stop_when_asked(self) -> None:
+        await self._stopping.wait()
+        if self.zk is not None:
+            await self.zk.controlled_shutdown()
         for purgatory in self.purgatories.values():
             purgatory.shutdown()
         self.socket_server.shutdown(self.config["shutdown.timeout.ms"] / 1000)
@@ -424,9 +438,6 @@ class Broker:
         self.acls.load()
         self.scram.load()
 
-    def _close_stores(self) -> None:
-        self.replica_manager.close()
-
     # -------------------------------------------------------------- listeners
 
     def bound_listeners(self) -> dict[str, tuple[str, int]]:
@@ -441,13 +452,6 @@ class Broker:
         if self.admin_url:
             parts.append(f"admin={self.admin_url}")
         return " ".join(parts)
-
-    def _write_listeners_file(self) -> None:
-        listeners_file.write(self.data_dir, self.broker_id, self.bound_listeners(), self.admin_url)
-
-    def _remove_listeners_file(self) -> None:
-        """After a clean shutdown: the ports written there are no longer served."""
-        listeners_file.remove(self.data_dir)
 
     # ------------------------------------------------------- run-time config
 

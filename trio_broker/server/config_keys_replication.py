@@ -1,4 +1,6 @@
-"""Replication's part of the broker's key table: Kafka's ``replica.*`` settings.
+"""Replication's part of the broker's key table: Kafka's ``replica.*`` settings, controlled
+shutdown (``controlled.shutdown.*``) and leader balancing (``auto.leader.rebalance.enable``,
+``leader.imbalance.*``).
 
 Owns: ``REPLICATION_KEYS``, which ``config_keys`` splices into the table. Kept apart only so
 that each file of the key table stays readable. They matter in a ZooKeeper cluster
@@ -7,8 +9,8 @@ that each file of the key table stays readable. They matter in a ZooKeeper clust
 
 from __future__ import annotations
 
-from .config_syntax import INT, LONG, NON_NEGATIVE, POSITIVE
-from .configdef import ConfigKey, define
+from .config_syntax import BOOL, INT, LONG, NON_NEGATIVE, POSITIVE
+from .configdef import ConfigKey, Range, define
 
 REPLICATION_KEYS: list[ConfigKey] = [
     define(
@@ -84,5 +86,50 @@ REPLICATION_KEYS: list[ConfigKey] = [
         "How long an offset commit waits for the ISR of its __consumer_offsets partition "
         "(in a ZooKeeper cluster) before it fails with COORDINATOR_NOT_AVAILABLE.",
         POSITIVE,
+    ),
+    define(
+        "controlled.shutdown.enable",
+        BOOL,
+        True,
+        "Whether a stopping broker first asks the controller to move its leaderships to "
+        "other in-sync replicas (ControlledShutdown).",
+    ),
+    define(
+        "controlled.shutdown.max.retries",
+        INT,
+        3,
+        "Attempts of a controlled shutdown (the controller unreachable, or partitions left "
+        "that it could not move) before the broker stops anyway.",
+        NON_NEGATIVE,
+    ),
+    define(
+        "controlled.shutdown.retry.backoff.ms",
+        LONG,
+        5000,
+        "Wait between two attempts of a controlled shutdown.",
+        NON_NEGATIVE,
+    ),
+    define(
+        "auto.leader.rebalance.enable",
+        BOOL,
+        True,
+        "Whether the controller gives leaderships back to the preferred replicas (the first "
+        "of each assignment) of a broker whose imbalance is above "
+        "leader.imbalance.per.broker.percentage.",
+    ),
+    define(
+        "leader.imbalance.check.interval.seconds",
+        LONG,
+        300,
+        "How often the controller checks the leader imbalance.",
+        POSITIVE,
+    ),
+    define(
+        "leader.imbalance.per.broker.percentage",
+        INT,
+        10,
+        "Share of a broker's preferred partitions led by another broker above which the "
+        "controller runs preferred elections for them.",
+        Range(0, 100),
     ),
 ]

@@ -12,7 +12,7 @@ retry.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ..apis.services import TopicError
 from ..protocol.errors import ErrorCode
@@ -24,30 +24,31 @@ from .groups.storage import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
 CreateTopic = Callable[..., Awaitable[Any]]
 
 
+class Broker(Protocol):
+    """What the locator reads of the broker."""
+
+    broker_id: int
+    config: BrokerConfig
+    group_coordinator: GroupCoordinator
+    cluster: ClusterState
+
+
 class GroupLocator:
-    def __init__(
-        self,
-        broker_id: int,
-        coordinator: GroupCoordinator,
-        cluster: ClusterState,
-        config: Callable[[], BrokerConfig],
-        create_topic: CreateTopic | None,
-    ) -> None:
-        self.broker_id = broker_id
-        self.coordinator = coordinator
-        self.cluster = cluster
-        self._config = config
+    def __init__(self, broker: Broker, create_topic: CreateTopic | None) -> None:
+        self.broker = broker
         self._create_topic = create_topic  # ZooKeeper's; None on a broker on its own
 
     async def locate(self, group_id: str) -> tuple[int, int, str | None]:
         """(coordinator's broker id, error code, message)."""
-        if not self.coordinator.active:
+        broker = self.broker
+        coordinator = broker.group_coordinator
+        if not coordinator.active:
             return -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not running"
         if self._create_topic is None:
-            return self.broker_id, ErrorCode.NONE, None
-        partitions = self.cluster.cache.partitions.get(OFFSETS_TOPIC)
+            return broker.broker_id, ErrorCode.NONE, None
+        partitions = broker.cluster.cache.partitions.get(OFFSETS_TOPIC)
         if not partitions:
-            config = self._config()
+            config = broker.config
             try:
                 await self._create_topic(
                     OFFSETS_TOPIC,
@@ -58,8 +59,8 @@ class GroupLocator:
             except TopicError as exc:
                 if exc.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:
                     return -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}: {exc}"
-            partitions = self.cluster.cache.partitions.get(OFFSETS_TOPIC, {})
-        info = partitions.get(self.coordinator.partition_for(group_id))
+            partitions = broker.cluster.cache.partitions.get(OFFSETS_TOPIC, {})
+        info = partitions.get(coordinator.partition_for(group_id))
         if info is None or info.leader < 0:
             return -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, "its offsets partition has no leader"
         return info.leader, ErrorCode.NONE, None

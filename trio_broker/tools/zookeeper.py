@@ -47,19 +47,11 @@ class ZooKeeperServer:
             raise RuntimeError("ZooKeeper is not installed: apt-get install zookeeper")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = _free_port()
+        # No AdminServer: it would take the fixed port 8080 (held by any other).
+        java = ["java", "-Dzookeeper.admin.enableServer=false", "-cp", f"{JARS}/*:{CONF}"]
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [
-                    "java",
-                    # Its AdminServer (Jetty on port 8080 by default) is not used, and two
-                    # ZooKeepers on one machine would fight over that port.
-                    "-Dzookeeper.admin.enableServer=false",
-                    "-cp",
-                    f"{JARS}/*:{CONF}",
-                    MAIN,
-                    str(self.port),
-                    str(self.data_dir),
-                ],
+                [*java, MAIN, str(self.port), str(self.data_dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

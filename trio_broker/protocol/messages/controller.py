@@ -1,4 +1,5 @@
-"""LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6): Kafka 3.x controller requests."""
+"""LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6), ControlledShutdown (7): Kafka
+3.x controller requests."""
 
 from __future__ import annotations
 
@@ -158,3 +159,23 @@ class UpdateMetadataResponse(Response, api_key=6, versions="0-8", flexible="6+")
 LEADER_AND_ISR = register(LeaderAndIsrRequest, LeaderAndIsrResponse)
 STOP_REPLICA = register(StopReplicaRequest, StopReplicaResponse)
 UPDATE_METADATA = register(UpdateMetadataRequest, UpdateMetadataResponse)
+
+
+class ControlledShutdownRequest(Request, api_key=7, versions="1-3", flexible="3+"):
+    """A stopping broker asks the controller to move its leaderships away (v0's request
+    header has no client id: we serve v1-v3)."""
+
+    broker_id: int = field("int32")
+    broker_epoch: int = field("int64", "2+", default=-1, ignorable=True)
+
+
+class ControlledShutdownResponse(Response, api_key=7, versions="1-3", flexible="3+"):
+    class RemainingPartition(Struct):
+        topic_name: str = field("string")
+        partition_index: int = field("int32")
+
+    error_code: int = field("int16")
+    remaining_partitions: list[RemainingPartition] = field(array(RemainingPartition))
+
+
+CONTROLLED_SHUTDOWN = register(ControlledShutdownRequest, ControlledShutdownResponse)

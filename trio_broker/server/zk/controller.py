@@ -17,9 +17,14 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
   deleted topic, and UpdateMetadata with the live brokers and every partition to every
   live broker, over the receivers' control-plane listener (``network.PeerClient``);
 
-then waits until a broker or a topic comes or goes, or a leader changes an ISR (its
+then waits until a broker or a topic comes or goes, a leader changes an ISR (its
 notification under ``/isr_change_notification``: the round reads the state again and
-tells every broker). A receiver refuses a deposed
+tells every broker), or an ``ElectionOrder`` is submitted (``controller_requests``: the
+round carries it out after its own elections, rules in ``elections``). A broker in
+controlled shutdown (``shut_down``) is elected nowhere and leaves every ISR; instead of
+LeaderAndIsr for the partitions it follows it gets StopReplica (logs kept), so that it
+stops fetching. A state write refused for its version (a leader's ISR change since the
+round read it) is left for the next round, a second later. A receiver refuses a deposed
 controller's requests by their older epoch; one that cannot be reached is retried
 (``RETRY_S``) until it answers or the next round begins.
 """
@@ -29,12 +34,14 @@ from __future__ import annotations
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 import trio
+from kazoo.exceptions import BadVersionError
 
 from ...network.peer_client import PeerClient
+from ...protocol.errors import ErrorCode
 from ...protocol.messages.controller import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
@@ -43,7 +50,8 @@ from ...protocol.messages.controller import (
     UpdateMetadataRequest,
 )
 from ...protocol.schema import Request
-from . import layout
+from . import elections, layout
+from .elections import ElectionOrder
 from .session import ZkSession
 
 log = logging.getLogger("trio_broker.controller")
@@ -66,24 +74,34 @@ class TopicView:
 
 
 def elect(
-    state: layout.LeaderIsr | None, replicas: list[int], live: Mapping[int, object], epoch: int
+    state: layout.LeaderIsr | None,
+    replicas: list[int],
+    live: Mapping[int, object],
+    epoch: int,
+    shutting_down: Collection[int] = (),
 ) -> layout.LeaderIsr | None:
-    """The partition's next state, or None if it stays as it is."""
+    """The partition's next state, or None if it stays as it is. A broker in
+    ``shutting_down`` (controlled shutdown) is live but elected nowhere and in no ISR."""
+    eligible = [r for r in replicas if r in live and r not in shutting_down]
     if state is None:
-        alive = [r for r in replicas if r in live]
+        alive = eligible or [r for r in replicas if r in live]
         return layout.LeaderIsr(alive[0] if alive else NO_LEADER, 0, tuple(alive), epoch)
-    if state.leader in live:
-        in_sync = tuple(r for r in state.isr if r in live)
+    in_sync = tuple(r for r in state.isr if r in eligible)
+    if state.leader in live and state.leader not in shutting_down:
         if in_sync == state.isr:
             return None
-        # A follower died: it leaves the ISR at once (acks=all stops waiting for it).
+        # A follower died (or is shutting down): it leaves the ISR at once (acks=all
+        # stops waiting for it).
         return layout.LeaderIsr(state.leader, state.leader_epoch + 1, in_sync, epoch)
-    candidates = [r for r in state.isr if r in live]
+    # Kafka elects in the order of the assignment.
+    candidates = [r for r in replicas if r in in_sync]
     if not candidates:
+        if state.leader in live:  # shutting down with no one to take over: it stays
+            return None
         if state.leader == NO_LEADER:
             return None
         return layout.LeaderIsr(NO_LEADER, state.leader_epoch + 1, state.isr, epoch)
-    return layout.LeaderIsr(candidates[0], state.leader_epoch + 1, tuple(candidates), epoch)
+    return layout.LeaderIsr(candidates[0], state.leader_epoch + 1, in_sync, epoch)
 
 
 class ZkController:
@@ -94,33 +112,69 @@ class ZkController:
         self.live: dict[int, layout.Registration] = {}
         self.topics: dict[str, TopicView] = {}
         self.updates_sent = 0
+        self.epoch: int | None = None  # while this broker is the controller
+        # Brokers in controlled shutdown -> their registration's session (until it goes).
+        self.shutting_down: dict[int, int | None] = {}
+        self.orders: list[ElectionOrder] = []  # for the next round (``submit``)
+        self._taken: list[ElectionOrder] = []  # by the current round
+        self._halted: dict[int, set[tuple[str, int]]] = {}  # replicas stopped for a shutdown
+        self._poked = trio.Event()
+
+    def submit(self, order: ElectionOrder) -> None:
+        """Have the next round carry out ``order`` (one begins at once)."""
+        self.orders.append(order)
+        self._poked.set()
+
+    async def shut_down(self, broker: int) -> None:
+        """Controlled shutdown of ``broker``: elected nowhere and out of every ISR from the
+        next round on, until its registration goes."""
+        self.shutting_down[broker] = await self.session.owner(layout.broker_path(broker))
 
     async def run(self, epoch: int) -> None:
         """Keep the cluster's state and every live broker's view of it, until cancelled
         (this broker resigned)."""
+        self.epoch = epoch
+        try:
+            await self._rounds(epoch)
+        finally:
+            self.epoch = None
+            for order in self._taken + self.orders:
+                order.error = ErrorCode.NOT_CONTROLLER
+                order.done.set()
+            self.orders, self._taken = [], []
+
+    async def _rounds(self, epoch: int) -> None:
         self.topics, self.live = {}, {}
         # What each broker has yet to be told (kept across rounds until it has answered).
         untold: dict[int, set[tuple[str, int]]] = {}
         unstopped: dict[int, dict[str, TopicView]] = {}
         while True:
+            self._poked = trio.Event()
+            self._taken, self.orders = self.orders, []
             ids, brokers_changed = await self.session.watch_children(layout.BROKER_IDS)
             names, topics_changed = await self.session.watch_children(layout.TOPICS)
             await self.session.ensure_path(layout.ISR_CHANGE_NOTIFICATION)
             notes, isr_changed = await self.session.watch_children(layout.ISR_CHANGE_NOTIFICATION)
             live = await self._registrations(ids)
+            await self._forget_shut_down(live)
             joined = [b for b in live if b not in self.live]
             topics: dict[str, TopicView] = {}
             changed: set[tuple[str, int]] = set()
+            refused = False  # a state write lost to a leader's ISR change: read again
             for name in names:
                 view = await self._load_topic(name)
                 if view is None:
                     continue  # deleted meanwhile: the next round sees it gone
                 for p, replicas in view.replicas.items():
-                    new = elect(view.states.get(p), replicas, live, epoch)
+                    new = elect(view.states.get(p), replicas, live, epoch, self.shutting_down)
                     if new is not None:
-                        await self._write_state(name, p, view, new)
-                        changed.add((name, p))
+                        if await self._write_state(name, p, view, new):
+                            changed.add((name, p))
+                        else:
+                            refused = True
                 topics[name] = view
+            for order in self._taken:
+                refused |= not await self._carry_out(order, topics, live, epoch, changed)
             for note in notes:  # every state node was read again just now
                 await self.session.delete(f"{layout.ISR_CHANGE_NOTIFICATION}/{note}")
             gone = {n: v for n, v in self.topics.items() if n not in topics}
@@ -136,14 +190,19 @@ class ZkController:
                 for b in {b for r in view.replicas.values() for b in r if b in live}:
                     unstopped.setdefault(b, {})[name] = view
             log.info(
-                "controller (epoch %d): brokers %s, %d topics, %d partitions changed",
+                "controller (epoch %d): brokers %s, %d topics, %d partitions changed%s",
                 epoch,
                 sorted(live),
                 len(topics),
                 len(changed),
+                f", shutting down {sorted(self.shutting_down)}" if self.shutting_down else "",
             )
             sends: list[tuple[int, Request, int, Callable[[], None]]] = []
             for broker in live:
+                if broker in self.shutting_down:  # its followers stop instead of being told
+                    halt = self._halt(epoch, broker, untold.setdefault(broker, set()))
+                    if halt is not None:
+                        sends.append((broker, *halt))
                 todo = set(untold.get(broker, ()))
                 lai = self._leader_and_isr(epoch, broker, todo)
                 if lai is not None:
@@ -156,10 +215,100 @@ class ZkController:
                     sends.append((broker, stop, STOP_REPLICA_VERSION, forget))
                 request = self.update_metadata(epoch)
                 sends.append((broker, request, UPDATE_METADATA_VERSION, self._counted))
+            sent = {b: trio.Event() for b in live}
+            for order in [o for o in self._taken if o.done.is_set()]:
+                order.sent = sent
+            self._taken = [o for o in self._taken if not o.done.is_set()]
+            self.orders[:0] = self._taken  # the next round finishes them
+            self._taken = []
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._send_all, sends)
-                await _first_of(brokers_changed, topics_changed, isr_changed)
+                nursery.start_soon(self._send_all, sends, sent)
+                waits = [brokers_changed, topics_changed, isr_changed, self._poked.wait]
+                await _first_of(*waits, *([functools.partial(trio.sleep, RETRY_S)] * refused))
                 nursery.cancel_scope.cancel()  # the next round tells them the news
+
+    async def _carry_out(
+        self,
+        order: ElectionOrder,
+        topics: Mapping[str, TopicView],
+        live: Mapping[int, object],
+        epoch: int,
+        changed: set[tuple[str, int]],
+    ) -> bool:
+        """The order's elections not yet decided; False if a write was refused (the order
+        stays for the next round)."""
+        eligible = elections.eligible_brokers(live, self.shutting_down)
+        wanted = order.partitions
+        if wanted is None:
+            wanted = frozenset((n, p) for n, v in topics.items() for p in v.replicas)
+        complete = True
+        for key in sorted(wanted - order.results.keys()):
+            view = topics.get(key[0])
+            if view is None or key[1] not in view.replicas:
+                order.results[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            replicas = view.replicas[key[1]]
+            new = elections.decide(
+                order.election_type, view.states.get(key[1]), replicas, eligible, epoch
+            )
+            if isinstance(new, int):
+                order.results[key] = new
+            elif await self._write_state(key[0], key[1], view, new):
+                order.results[key] = ErrorCode.NONE
+                changed.add(key)
+            else:
+                complete = False
+        if complete:
+            order.done.set()
+        return complete
+
+    async def _forget_shut_down(self, live: Mapping[int, object]) -> None:
+        """Brokers whose registration went (or was made again) are no longer shutting down."""
+        for broker, owner in list(self.shutting_down.items()):
+            if broker in live and await self.session.owner(layout.broker_path(broker)) == owner:
+                continue
+            del self.shutting_down[broker]
+            self._halted.pop(broker, None)
+
+    def _halt(
+        self, epoch: int, broker: int, untold: set[tuple[str, int]]
+    ) -> tuple[Request, int, Callable[[], None]] | None:
+        """StopReplica (the log kept) for the partitions a broker in controlled shutdown
+        follows: it stops fetching, so that no leader takes it back into the ISR."""
+        follows = {
+            (name, p)
+            for name, view in self.topics.items()
+            for p, s in view.states.items()
+            if broker in view.replicas[p] and s.leader != broker
+        }
+        untold -= follows  # stopped instead of told
+        todo = follows - self._halted.get(broker, set())
+        if not todo:
+            return None
+        S = StopReplicaRequest.TopicState
+        by_topic: dict[str, list[int]] = {}
+        for name, p in sorted(todo):
+            by_topic.setdefault(name, []).append(p)
+        request = StopReplicaRequest(
+            controller_id=self.broker_id,
+            controller_epoch=epoch,
+            topic_states=[
+                S(
+                    topic_name=name,
+                    partition_states=[
+                        S.PartitionState(
+                            partition_index=p,
+                            leader_epoch=self.topics[name].states[p].leader_epoch,
+                            delete_partition=False,
+                        )
+                        for p in ps
+                    ],
+                )
+                for name, ps in by_topic.items()
+            ],
+        )
+        halted = self._halted.setdefault(broker, set())
+        return request, STOP_REPLICA_VERSION, functools.partial(halted.update, todo)
 
     async def _registrations(self, ids: list[str]) -> dict[int, layout.Registration]:
         live: dict[int, layout.Registration] = {}
@@ -184,19 +333,25 @@ class ZkController:
 
     async def _write_state(
         self, name: str, partition: int, view: TopicView, new: layout.LeaderIsr
-    ) -> None:
-        """Write the state node, checking its version (``BadVersionError``: another
-        controller wrote it, so this one is deposed and its round fails)."""
+    ) -> bool:
+        """Write the state node, checking its version. False when the node has moved on
+        (a leader's ISR change since the round read it: the next round reads it again; or
+        another controller's write: this one is deposed and will be cancelled)."""
         path = layout.partition_state_path(name, partition)
         if partition in view.versions:
-            view.versions[partition] = await self.session.set(
-                path, new.encode(), view.versions[partition]
-            )
+            try:
+                view.versions[partition] = await self.session.set(
+                    path, new.encode(), view.versions[partition]
+                )
+            except BadVersionError:
+                log.info("%s changed meanwhile: read again in the next round", path)
+                return False
         elif await self.session.create(path, new.encode(), makepath=True):
             view.versions[partition] = 0
         else:
             raise RuntimeError(f"{path} was created by another controller")
         view.states[partition] = new
+        return True
 
     def _counted(self) -> None:
         self.updates_sent += 1
@@ -301,20 +456,34 @@ class ZkController:
             ],
         )
 
-    async def _send_all(self, sends: list[tuple[int, Request, int, Callable[[], None]]]) -> None:
+    async def _send_all(
+        self,
+        sends: list[tuple[int, Request, int, Callable[[], None]]],
+        sent: Mapping[int, trio.Event],
+    ) -> None:
         """Each broker's requests in order (LeaderAndIsr before UpdateMetadata, as Kafka
-        sends them), the brokers side by side; ``done`` once a request is answered."""
+        sends them), the brokers side by side; ``done`` once a request is answered,
+        ``sent[broker]`` once all of the broker's are."""
         by_broker: dict[int, list[tuple[Request, int, Callable[[], None]]]] = {}
         for broker, request, version, done in sends:
             by_broker.setdefault(broker, []).append((request, version, done))
         async with trio.open_nursery() as nursery:
             for broker, requests in by_broker.items():
-                nursery.start_soon(self._tell, self.live[broker], requests)
+                nursery.start_soon(self._tell, self.live[broker], requests, sent[broker])
 
     async def _tell(
-        self, broker: layout.Registration, requests: list[tuple[Request, int, Callable[[], None]]]
+        self,
+        broker: layout.Registration,
+        requests: list[tuple[Request, int, Callable[[], None]]],
+        sent: trio.Event,
     ) -> None:
         """Send ``requests`` to ``broker``, each until it has been answered."""
+        await self._tell_each(broker, requests)
+        sent.set()
+
+    async def _tell_each(
+        self, broker: layout.Registration, requests: list[tuple[Request, int, Callable[[], None]]]
+    ) -> None:
         endpoint = broker.endpoints.get(self.control_listener)
         if endpoint is None:
             log.error(

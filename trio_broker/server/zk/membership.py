@@ -8,8 +8,13 @@ life cycle:
 - ``run`` (once the listeners are bound): registers the broker with its endpoints, runs
   for controller, and while elected runs the controller's work (``ZkController``), all
   through lost sessions, until cancelled;
+- ``controlled_shutdown`` (on SIGTERM, before the listeners stop): asks the controller to
+  move this broker's leaderships away (``controlled_shutdown``);
 - ``stop`` and ``close`` (after the listeners have stopped): ends the session, so the registration
   (and the controllership) goes at once rather than after the session timeout.
+
+``requests`` serves what the controller answers (ControlledShutdown, ElectLeaders) and,
+while this broker leads, runs the periodic leader balance.
 
 ``controller_id`` is the controller as last seen in ZooKeeper (-1: none known).
 """
@@ -24,7 +29,9 @@ import trio
 
 from ..config import BrokerConfig
 from ..meta_properties import new_cluster_id
+from .controlled_shutdown import request_controlled_shutdown
 from .controller import RETRY_S, ZkController
+from .controller_requests import ControllerRequests
 from .coordinator import ZkCoordinator
 from .layout import Registration
 from .session import ZkSession
@@ -34,8 +41,12 @@ log = logging.getLogger("trio_broker.controller")
 
 class ZkMembership:
     def __init__(
-        self, config: BrokerConfig, registration: Callable[[], Registration], control: str
+        self,
+        config: BrokerConfig,
+        registration: Callable[[], Registration],
+        control: str,
     ) -> None:
+        self.config = config
         timeout_ms = config["zookeeper.session.timeout.ms"]
         self.session = ZkSession(
             config["zookeeper.connect"],
@@ -52,6 +63,12 @@ class ZkMembership:
             on_resign=self._resign,
         )
         self.controller = ZkController(self.session, config.broker_id, control)
+        balance = (
+            config["auto.leader.rebalance.enable"],
+            float(config["leader.imbalance.check.interval.seconds"]),
+            config["leader.imbalance.per.broker.percentage"],
+        )
+        self.requests = ControllerRequests(self.controller, tuple, balance)
         self._nursery: trio.Nursery | None = None
         self._leading = trio.CancelScope()
         self._running = trio.CancelScope()
@@ -82,6 +99,19 @@ class ZkMembership:
     def stop(self) -> None:
         self._running.cancel()
 
+    async def controlled_shutdown(self) -> None:
+        """Have the controller move this broker's leaderships away (if enabled), before
+        the listeners stop."""
+        config = self.config
+        if config["controlled.shutdown.enable"] and not self.coordinator.fenced:
+            await request_controlled_shutdown(
+                self.session,
+                config.broker_id,
+                self.controller.control_listener,
+                config["controlled.shutdown.max.retries"],
+                config["controlled.shutdown.retry.backoff.ms"] / 1000,
+            )
+
     async def _lead(self, epoch: int) -> None:
         assert self._nursery is not None
         self._leading = trio.CancelScope()
@@ -89,12 +119,14 @@ class ZkMembership:
 
     async def _lead_until_resigned(self, scope: trio.CancelScope, epoch: int) -> None:
         with scope:
-            while True:  # a failed round is logged and begun again; the broker goes on
-                try:
-                    await self.coordinator.through_trouble(self.controller.run, epoch)
-                except Exception:
-                    log.exception("the controller's work failed; retrying")
-                    await trio.sleep(RETRY_S)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.requests.balance_forever)
+                while True:  # a failed round is logged and begun again; the broker goes on
+                    try:
+                        await self.coordinator.through_trouble(self.controller.run, epoch)
+                    except Exception:
+                        log.exception("the controller's work failed; retrying")
+                        await trio.sleep(RETRY_S)
 
     async def _resign(self, epoch: int) -> None:
         self._leading.cancel()

@@ -1,0 +1,129 @@
+"""Elections on request: preferred and unclean (ElectLeaders), controlled shutdown, and the
+controller's automatic leader balancing.
+
+Owns the rules, as Kafka's ZooKeeper-era controller has them (``Election.scala``,
+``KafkaController.processReplicaLeaderElection``, ``checkAndTriggerAutoLeaderRebalance``),
+and ``ElectionOrder``, a request the controller's round carries out. Pure: the controller
+(``ZkController``) reads ZooKeeper, applies these rules in its round, writes the state
+nodes with their version checks and tells the brokers; here nothing is read or written.
+
+- **preferred** (type 0): the first replica of the assignment leads if it is alive, not
+  shutting down and in the ISR (PREFERRED_LEADER_NOT_AVAILABLE otherwise); a partition it
+  already leads is ELECTION_NOT_NEEDED. The ISR stays; the leader epoch goes up.
+- **unclean** (type 1): only a partition without a live leader is elected
+  (ELECTION_NOT_NEEDED otherwise): the first live ISR member of the assignment, else the
+  first live replica at all (its ISR is then that replica alone: records the others had
+  may be lost); none alive is ELIGIBLE_LEADERS_NOT_AVAILABLE.
+- **controlled shutdown**: a broker that asked for it stays "shutting down" until its
+  registration goes. It is elected nowhere and leaves every ISR; each partition it leads
+  goes to the first other live ISR member of the assignment, or stays with it (reported
+  back as remaining) when there is none (``controller.elect``).
+- **balance**: for each broker, the partitions it is preferred leader of but that another
+  broker leads; above ``leader.imbalance.per.broker.percentage`` of its preferred
+  partitions, those whose preferred replica can lead get a preferred election.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import trio
+
+from ...protocol.errors import ErrorCode
+from . import layout
+
+PREFERRED, UNCLEAN = 0, 1
+NO_LEADER = -1
+Key = tuple[str, int]
+
+
+@dataclass
+class ElectionOrder:
+    """Elections the next controller round carries out: ``partitions`` (None: every
+    partition) of ``election_type``; the round fills ``results`` (partition -> error code,
+    NONE for a new leader) and sets ``done`` once the states are written, and each broker's
+    ``sent`` once it has been told."""
+
+    election_type: int
+    partitions: frozenset[Key] | None
+    results: dict[Key, int] = field(default_factory=dict)
+    done: trio.Event = field(default_factory=trio.Event)
+    sent: Mapping[int, trio.Event] | None = None  # broker -> told
+    error: int = ErrorCode.NONE  # for the whole order (NOT_CONTROLLER: resigned meanwhile)
+
+
+def preferred(
+    state: layout.LeaderIsr, replicas: list[int], eligible: Collection[int], epoch: int
+) -> layout.LeaderIsr | int:
+    """The state after a preferred election, or the error code when there is none."""
+    first = replicas[0]
+    if state.leader == first:
+        return ErrorCode.ELECTION_NOT_NEEDED
+    if first in eligible and first in state.isr:
+        return layout.LeaderIsr(first, state.leader_epoch + 1, state.isr, epoch)
+    return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+
+
+def unclean(
+    state: layout.LeaderIsr, replicas: list[int], eligible: Collection[int], epoch: int
+) -> layout.LeaderIsr | int:
+    """The state after an unclean election, or the error code when there is none."""
+    if state.leader != NO_LEADER and state.leader in eligible:
+        return ErrorCode.ELECTION_NOT_NEEDED
+    in_sync = [r for r in replicas if r in eligible and r in state.isr]
+    if in_sync:
+        isr = tuple(r for r in state.isr if r in eligible)
+        return layout.LeaderIsr(in_sync[0], state.leader_epoch + 1, isr, epoch)
+    alive = [r for r in replicas if r in eligible]
+    if alive:
+        return layout.LeaderIsr(alive[0], state.leader_epoch + 1, (alive[0],), epoch)
+    return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+
+
+def decide(
+    election_type: int,
+    state: layout.LeaderIsr | None,
+    replicas: list[int],
+    eligible: Collection[int],
+    epoch: int,
+) -> layout.LeaderIsr | int:
+    """One partition of an order: its new state, or its error code."""
+    if state is None:  # not yet given a state: the round gives it one
+        return (
+            ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            if election_type == PREFERRED
+            else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        )
+    if election_type == PREFERRED:
+        return preferred(state, replicas, eligible, epoch)
+    return unclean(state, replicas, eligible, epoch)
+
+
+def imbalanced(
+    partitions: Iterable[tuple[Key, list[int], layout.LeaderIsr]],
+    eligible: Collection[int],
+    percentage: int,
+) -> frozenset[Key]:
+    """The partitions an automatic balance elects (Kafka's leader imbalance check)."""
+    by_preferred: dict[int, list[tuple[Key, list[int], layout.LeaderIsr]]] = {}
+    for key, replicas, state in partitions:
+        if replicas:
+            by_preferred.setdefault(replicas[0], []).append((key, replicas, state))
+    chosen: set[Key] = set()
+    for broker, owned in by_preferred.items():
+        elsewhere = [(k, r, s) for k, r, s in owned if s.leader != broker]
+        if len(elsewhere) / len(owned) > percentage / 100:
+            chosen.update(
+                k for k, r, s in elsewhere if not isinstance(preferred(s, r, eligible, 0), int)
+            )
+    return frozenset(chosen)
+
+
+def remaining(broker: int, states: Iterable[tuple[Key, list[int], layout.LeaderIsr]]) -> list[Key]:
+    """What a broker in controlled shutdown still leads (of partitions with followers)."""
+    return sorted(k for k, r, s in states if s.leader == broker and len(r) > 1)
+
+
+def eligible_brokers(live: Mapping[int, object], shutting_down: Collection[int]) -> set[int]:
+    return {b for b in live if b not in shutting_down}
