@@ -350,7 +350,7 @@ def test_a_group_and_its_offsets_survive_the_death_of_its_coordinator(
         c.commit(asynchronous=False)
         committed = {tp.partition: tp.offset for tp in c.committed(c.assignment(), timeout=10)}
         c.close()
-        assert sum(committed.values()) == 20
+        assert sum(max(0, o) for o in committed.values()) == 20  # -1001: none committed
 
         offsets_partition = partition_for("grp", 3)
         coordinator = partition_state(client, "__consumer_offsets", offsets_partition)["leader"]
