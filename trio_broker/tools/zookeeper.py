@@ -49,7 +49,17 @@ class ZooKeeperServer:
         self.port = _free_port()
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                ["java", "-cp", f"{JARS}/*:{CONF}", MAIN, str(self.port), str(self.data_dir)],
+                [
+                    "java",
+                    # No AdminServer: it binds port 8080, which a second ZooKeeper on the
+                    # same host (another test run) then fails to start on.
+                    "-Dzookeeper.admin.enableServer=false",
+                    "-cp",
+                    f"{JARS}/*:{CONF}",
+                    MAIN,
+                    str(self.port),
+                    str(self.data_dir),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
