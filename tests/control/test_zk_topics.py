@@ -82,6 +82,11 @@ def test_create_partitions_grows_an_rf2_topic_across_the_cluster(
         admin.create_partitions([manual])["grow"].result(30)
         assert assignment(client, "grow")[5] == [2, 0]
         until("partition 5 in sync", lambda: len(partition_state(client, "grow", 5)["isr"]) == 2)
+        for b in brokers.values():  # UpdateMetadata reaches each broker on its own time
+            until(
+                f"{b.bootstrap} sees 6 partitions",
+                lambda b=b: len(metadata(b).topics["grow"].partitions) == 6,
+            )
 
         values = [b"v%d" % i for i in range(600)]
         reports: list[tuple[object, object]] = []
