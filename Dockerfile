@@ -1,6 +1,8 @@
-# trio-broker images. Two targets:
+# trio-broker images. Three targets:
 #   docker build --target broker -t trio-broker .       the broker with its admin API
 #   docker build --target spark-jobs -t trio-broker-spark .   + Java 17 and PySpark
+#   docker build --target zookeeper -t trio-broker-zookeeper .   Debian's ZooKeeper, for
+#       compose.yaml's "cluster" profile (a test and demo ZooKeeper, not an ensemble)
 # (or podman/buildah: scripts/image-test builds and tests both; see docs/operations.md).
 # Configure with TRIO_BROKER_* variables (TRIO_BROKER_NUM_IO_THREADS=16 -> num.io.threads),
 # applied as everywhere the broker starts: config file < TRIO_BROKER_* < --override.
@@ -51,6 +53,28 @@ ARG VERSION=0.1.0
 RUN python3 -m venv /opt/trio-broker \
     && /opt/trio-broker/bin/pip install --no-cache-dir --no-index --find-links /wheels \
         "trio-broker[spark]==${VERSION}"
+
+# --- zookeeper: Debian's ZooKeeper 3.8 (the one the tests run: same base, no other
+# registry), standalone on 2181 with its data in /var/lib/zookeeper/data, as the
+# user zkserver (uid 10002). The AdminServer (port 8080) is off; the health check asks the
+# `srvr` command, which 3.8 allows by default.
+FROM base AS zookeeper
+# The JRE's post-install wants a man directory, which slim images do not have.
+# hadolint ignore=DL3008
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends zookeeper \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10002 --no-create-home --home-dir /var/lib/zookeeper zkserver \
+    && install -d -o zkserver -g zkserver /var/lib/zookeeper/data
+USER 10002
+VOLUME ["/var/lib/zookeeper/data"]
+EXPOSE 2181
+HEALTHCHECK --interval=5s --timeout=3s --start-period=30s --retries=5 \
+    CMD ["python3", "-c", "import socket; s = socket.create_connection(('127.0.0.1', 2181), 2); s.sendall(b'srvr'); assert b'Mode:' in s.recv(4096)"]
+ENTRYPOINT ["tini", "--"]
+CMD ["java", "-Dzookeeper.admin.enableServer=false", "-cp", "/usr/share/java/*:/etc/zookeeper/conf", \
+     "org.apache.zookeeper.server.ZooKeeperServerMain", "2181", "/var/lib/zookeeper/data"]
 
 # --- broker: non-root, tini as PID 1 so SIGTERM reaches the broker for a clean shutdown.
 FROM base AS broker

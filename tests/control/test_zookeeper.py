@@ -149,3 +149,24 @@ def _expire(connect: str, session_id: int, password: bytes) -> None:
 
 def test_the_zookeeper_server_is_debians(zookeeper: ZooKeeperServer) -> None:
     assert Path("/usr/share/java/zookeeper.jar").exists() and zookeeper.proc is not None
+
+
+async def test_watch_data_reads_a_node_and_keeps_one_watch_on_it(connect: str) -> None:
+    session = await open_session(connect)
+    try:
+        await session.create("/node", b"a")
+        found, changed = await session.watch_data("/node")
+        assert found == (b"a", 0)
+        # Asked again before it fired (as the controller asks every round): the same watch.
+        again, changed_too = await session.watch_data("/node")
+        assert again == (b"a", 0)
+        watchers = session._client._data_watchers  # kazoo's, by path with the chroot
+        assert sum(len(w) for path, w in watchers.items() if path.endswith("/node")) == 1
+        await session.set("/node", b"b", 0)
+        with trio.fail_after(10):
+            await changed()
+            await changed_too()
+        assert (await session.watch_data("/node"))[0] == (b"b", 1)
+        assert (await session.watch_data("/missing"))[0] is None
+    finally:
+        await session.close()

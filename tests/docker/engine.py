@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VERSION_TAG = "0.1.0"
 BROKER_IMAGE = f"localhost/trio-broker:{VERSION_TAG}"  # the names compose.yaml uses
 SPARK_IMAGE = f"localhost/trio-broker-spark:{VERSION_TAG}"
+ZOOKEEPER_IMAGE = f"localhost/trio-broker-zookeeper:{VERSION_TAG}"
 # Every stage is tagged, so that pruning dangling images between runs keeps what the next
 # build can reuse (the dependency wheels above all).
 STAGE_IMAGES = {
@@ -33,6 +34,7 @@ STAGE_IMAGES = {
     "venv-spark": "localhost/trio-broker-stage:venv-spark",
     "broker": BROKER_IMAGE,
     "spark-jobs": SPARK_IMAGE,
+    "zookeeper": ZOOKEEPER_IMAGE,
 }
 TOOLS = ("podman", "buildah", "podman-compose", "kcat")
 BASE_IMAGE = "docker.io/library/debian:bookworm-slim"

@@ -221,7 +221,18 @@ class BrokerView(Protocol):
 
     async def delete_topic(self, name: str) -> None: ...
 
-    async def create_partitions(self, name: str, count: int, *, validate_only: bool) -> None: ...
+    async def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        validate_only: bool,
+        replicas: Sequence[Sequence[int]] | None = None,
+    ) -> None:
+        """Grow a topic to ``count`` partitions (raises ``TopicError``), the new ones
+        placed as the topic's others, or on the brokers ``replicas`` names per new
+        partition."""
+        ...
 
     def topic_config_entries(
         self, name: str, overrides: Mapping[str, str | None] | None = None

@@ -3,7 +3,8 @@
 The replication factor (-1: ``default.replication.factor``) and a manual assignment are
 the broker's to check: one broker on its own holds every replica (a factor other than 1 is
 INVALID_REPLICATION_FACTOR, an assignment naming another broker
-INVALID_REPLICA_ASSIGNMENT); a ZooKeeper cluster places replicas on its live brokers.
+INVALID_REPLICA_ASSIGNMENT); a ZooKeeper cluster places replicas on its live brokers, new
+partitions too (CreatePartitions' assignments are checked there).
 Topic configs are checked against Kafka's topic config names; an unknown or invalid one is
 INVALID_CONFIG with a message naming it. ``validate_only`` runs every check and creates
 nothing. A topic named twice in one request is INVALID_REQUEST. Authorization, as Kafka:
@@ -35,15 +36,6 @@ DeleteTopicsResponse: Any = _DELETE.response
 DeletableTopicResult: Any = item_type(DeleteTopicsResponse, "responses")
 CreatePartitionsResponse: Any = _PARTITIONS.response
 CreatePartitionsTopicResult: Any = item_type(CreatePartitionsResponse, "results")
-
-
-def _assignment_error(ctx: RequestContext, broker_lists: list[list[int]]) -> str | None:
-    """CreatePartitions' assignment check (one broker holds every replica)."""
-    me = ctx.broker.broker_id
-    for ids in broker_lists:
-        if ids != [me]:
-            return f"every replica must be on broker {me} (the only broker), got {ids}"
-    return None
 
 
 async def create_topics(ctx: RequestContext, req: Any) -> Any:
@@ -148,14 +140,11 @@ async def create_partitions(ctx: RequestContext, req: Any) -> Any:
         if not allowed(ctx, Op.ALTER, TOPIC, t.name):
             result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             continue
-        if t.assignments is not None:
-            problem = _assignment_error(ctx, [a.broker_ids for a in t.assignments])
-            if problem is not None:
-                result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
-                result.error_message = problem
-                continue
+        replicas = None if t.assignments is None else [a.broker_ids for a in t.assignments]
         try:
-            await broker.create_partitions(t.name, t.count, validate_only=req.validate_only)
+            await broker.create_partitions(
+                t.name, t.count, validate_only=req.validate_only, replicas=replicas
+            )
         except TopicError as exc:
             result.error_code = exc.error_code
             result.error_message = exc.message

@@ -540,6 +540,7 @@ class Broker:
             self.broker_id,
             {name: (e.host, e.port) for name, e in own.items()},
             {lc.name: lc.security_protocol.value for lc in self.config.listeners},
+            self.config["broker.rack"] or None,
         )
 
     def api_versions(self, plane: str) -> Sequence[tuple[int, int, int]]:

@@ -1,6 +1,6 @@
-"""Replication's part of the broker's key table: Kafka's ``replica.*`` settings, controlled
-shutdown (``controlled.shutdown.*``) and leader balancing (``auto.leader.rebalance.enable``,
-``leader.imbalance.*``).
+"""Replication's part of the broker's key table: Kafka's ``replica.*`` settings,
+``broker.rack``, controlled shutdown (``controlled.shutdown.*``) and leader balancing
+(``auto.leader.rebalance.enable``, ``leader.imbalance.*``).
 
 Owns: ``REPLICATION_KEYS``, which ``config_keys`` splices into the table. Kept apart only so
 that each file of the key table stays readable. They matter in a ZooKeeper cluster
@@ -9,10 +9,19 @@ that each file of the key table stays readable. They matter in a ZooKeeper clust
 
 from __future__ import annotations
 
-from .config_syntax import BOOL, INT, LONG, NON_NEGATIVE, POSITIVE
+from .config_syntax import BOOL, INT, LONG, NON_NEGATIVE, POSITIVE, STR
 from .configdef import ConfigKey, Range, define
 
 REPLICATION_KEYS: list[ConfigKey] = [
+    define(
+        "broker.rack",
+        STR,
+        None,
+        "The rack (or availability zone) of this broker, in its ZooKeeper registration. "
+        "When every live broker has one, new topics' and partitions' replicas are spread "
+        "over as many racks as they can (Kafka's rack-aware placement); when only some "
+        "have one, placement is refused.",
+    ),
     define(
         "replica.lag.time.max.ms",
         LONG,

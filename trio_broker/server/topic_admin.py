@@ -36,6 +36,16 @@ async def _no_configs(name: str) -> dict[str, str]:
     return {}
 
 
+def _one_broker_holds(me: int, replicas: Sequence[Sequence[int]] | None) -> None:
+    """An assignment naming a broker other than this one is refused."""
+    for ids in replicas or ():
+        if list(ids) != [me]:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"every replica must be on broker {me} (the only broker), got {list(ids)}",
+            )
+
+
 class TopicAdmin:
     def __init__(
         self,
@@ -110,13 +120,7 @@ class TopicAdmin:
     ) -> TopicInfo:
         """One broker holds every replica: a replication factor other than 1, or an
         assignment naming another broker, is refused."""
-        me = self.cluster.broker_id
-        for ids in replicas or ():
-            if list(ids) != [me]:
-                raise TopicError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"every replica must be on broker {me} (the only broker), got {list(ids)}",
-                )
+        _one_broker_holds(self.cluster.broker_id, replicas)
         if replicas is None and replication_factor != 1:
             raise TopicError(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -178,7 +182,15 @@ class TopicAdmin:
         self.catalog.delete(info.name)
         self.replica_manager.delete_logs(info)
 
-    async def create_partitions(self, name: str, count: int, *, validate_only: bool) -> None:
+    async def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        validate_only: bool,
+        replicas: Sequence[Sequence[int]] | None = None,
+    ) -> None:
+        _one_broker_holds(self.cluster.broker_id, replicas)
         async with self._lock:
             info = self.catalog.get(name)
             if info is None:

@@ -17,7 +17,9 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
   deleted topic, and UpdateMetadata with the live brokers and every partition to every
   live broker, over the receivers' control-plane listener (``network.PeerClient``);
 
-then waits until a broker or a topic comes or goes, a leader changes an ISR (its
+then waits until a broker or a topic comes or goes, a topic's assignment changes (a data
+watch on each ``/brokers/topics/<t>``, as Kafka's: CreatePartitions' new partitions get
+leaders and their replicas a LeaderAndIsr at once), or a leader changes an ISR (its
 notification under ``/isr_change_notification``: the round reads the state again and
 tells every broker), or an ``ElectionOrder`` is submitted (``controller_requests``: the
 round carries it out after its own elections, rules in ``elections``). A broker in
@@ -161,10 +163,12 @@ class ZkController:
             topics: dict[str, TopicView] = {}
             changed: set[tuple[str, int]] = set()
             refused = False  # a state write lost to a leader's ISR change: read again
+            assignments_changed: list[Callable[[], Awaitable[None]]] = []
             for name in names:
-                view = await self._load_topic(name)
+                view, assignment_changed = await self._load_topic(name)
                 if view is None:
                     continue  # deleted meanwhile: the next round sees it gone
+                assignments_changed.append(assignment_changed)
                 for p, replicas in view.replicas.items():
                     new = elect(view.states.get(p), replicas, live, epoch, self.shutting_down)
                     if new is not None:
@@ -224,6 +228,7 @@ class ZkController:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._send_all, sends, sent)
                 waits = [brokers_changed, topics_changed, isr_changed, self._poked.wait]
+                waits += assignments_changed
                 await _first_of(*waits, *([functools.partial(trio.sleep, RETRY_S)] * refused))
                 nursery.cancel_scope.cancel()  # the next round tells them the news
 
@@ -318,10 +323,14 @@ class ZkController:
                 live[int(name)] = layout.Registration.decode(int(name), found[0])
         return live
 
-    async def _load_topic(self, name: str) -> TopicView | None:
-        found = await self.session.get(layout.topic_path(name))
+    async def _load_topic(
+        self, name: str
+    ) -> tuple[TopicView | None, Callable[[], Awaitable[None]]]:
+        """The topic as ZooKeeper has it, and a function that returns once its assignment
+        changes."""
+        found, changed = await self.session.watch_data(layout.topic_path(name))
         if found is None:
-            return None
+            return None, changed
         topic_id, replicas = layout.assignment_of(found[0])
         view = TopicView(topic_id, replicas)
         for p in replicas:
@@ -329,7 +338,7 @@ class ZkController:
             if state is not None:
                 view.states[p] = layout.LeaderIsr.decode(state[0])
                 view.versions[p] = state[1]
-        return view
+        return view, changed
 
     async def _write_state(
         self, name: str, partition: int, view: TopicView, new: layout.LeaderIsr

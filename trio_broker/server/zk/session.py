@@ -9,7 +9,10 @@ what kazoo reports on its own threads into Trio on the broker's loop:
   may come back, ``LOST``: it expired, and every ephemeral node it held is gone), and
   ``state_changed``, which wakes whoever waits for the next change;
 - watches: ``wait_for_change(path)`` returns once the node is created, changed or deleted
-  (or the session's state changes, when the watch may have been lost with it).
+  (or the session's state changes, when the watch may have been lost with it);
+  ``watch_children`` and ``watch_data`` read a node's children or data and watch them.
+  ``watch_data`` keeps one watch per node until it fires (a reader that asks every
+  round, as the controller does for each topic, does not pile up kazoo watchers).
 
 kazoo is the maintained Python client made for this (session handling, reconnection,
 chroot); this module only bridges its threads to Trio.
@@ -50,6 +53,8 @@ class ZkSession:
         self.sessions = 0  # sessions established so far (a new one after LOST)
         self._changed = trio.Event()
         self._token: trio.lowlevel.TrioToken | None = None
+        # watch_data's watches set and not fired yet: path -> the event its firing sets.
+        self._data_watches: dict[str, trio.Event] = {}
 
     # ---------------------------------------------------------------- life cycle
 
@@ -90,6 +95,7 @@ class ZkSession:
         if state is not self.state:
             log.info("ZooKeeper session %s", state.value)
         self.state = state
+        self._data_watches.clear()  # the next watch_data sets a watch again
         self._changed.set()
         self._changed = trio.Event()
 
@@ -188,11 +194,40 @@ class ZkSession:
             kids = []
         return kids, lambda: self._until(fired, session)
 
-    def _watch(self) -> tuple[trio.Event, trio.Event, Callable[[Any], None]]:
+    async def watch_data(
+        self, path: str
+    ) -> tuple[tuple[bytes, int] | None, Callable[[], Awaitable[None]]]:
+        """The node's data and version now (None: no such node), and a function that
+        returns once the node changes or goes (or the session's state changes). A watch
+        set by an earlier call and not fired yet serves again: it fires on any change
+        after that call's read, so on any change after this one's."""
+        fired = self._data_watches.get(path)
+        session = self._changed
+        try:
+            if fired is not None:
+                data, stat = await self._call(self._client.get, path)
+            else:
+                fired, session, watch = self._watch(path)
+                self._data_watches[path] = fired
+                data, stat = await self._call(self._client.get, path, watch=watch)
+        except NoNodeError:  # ZooKeeper sets no data watch on a missing node
+            self._data_watches.pop(path, None)
+            return None, lambda: self._until(trio.Event(), session)
+        armed = fired
+        return (bytes(data), int(stat.version)), lambda: self._until(armed, session)
+
+    def _watch(
+        self, path: str | None = None
+    ) -> tuple[trio.Event, trio.Event, Callable[[Any], None]]:
         fired = trio.Event()
 
+        def done() -> None:
+            fired.set()
+            if path is not None and self._data_watches.get(path) is fired:
+                del self._data_watches[path]
+
         def watch(_event: Any) -> None:  # kazoo's thread
-            self._to_loop(fired.set)
+            self._to_loop(done)
 
         return fired, self._changed, watch
 
