@@ -255,6 +255,18 @@ function renderLive(m, pools) {
   }
   const c = m.connections;
   cards.append(card("connections", plural(c.count, "connection"), c.muted + " muted, " + c.throttled + " throttled", false));
+  const cl = m.cluster;
+  if (cl && cl.mode === "zookeeper") {
+    const r = cl.replication;
+    cards.append(card("cluster", plural(cl.brokers, "broker"),
+      "controller " + cl.controller_id + (cl.active_controller ? " (this one)" : "") + "; " +
+      r.under_replicated_partitions + " under-replicated, " + cl.offline_partitions + " offline; ISR -" +
+      r.isr_shrinks + " +" + r.isr_expands + "; follower lag max " + r.max_follower_lag,
+      r.under_replicated_partitions > 0 || cl.offline_partitions > 0));
+  } else if (cl) {
+    cards.append(card("cluster", cl.mode === "static" ? plural(cl.brokers, "broker") : "single broker",
+      cl.mode === "static" ? "steered by trio-broker-controller" : "no replication", false));
+  }
 
   const rates = errorRates(m);
   const window = Math.round(m.window_s || 60);

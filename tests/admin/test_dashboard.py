@@ -237,6 +237,7 @@ def test_with_a_token_the_page_shows_live_figures_trends_and_advice(
     assert "1 connection " in page_text and "4 threads" in page_text and "2 threads" in page_text
     assert re.search(r"event loop\s+busy \d+%\s+stall p99 [\d.]+ ms, max [\d.]+ ms", page_text)
     assert re.search(r"idle \d+%, 0 jobs waiting, queue p99 [\d.]+ ms", page_text)
+    assert re.search(r"cluster\s+single broker\s+no replication", page_text)
     # errors per second over the window, not the 3 errors since start
     row = re.search(r'<tr data-request="Metadata">(.*?)</tr>', dom)
     assert row is not None
