@@ -2,6 +2,7 @@
 
     .venv/bin/python compat/librdkafka/run.py --src LIBRDKAFKA_SOURCE_TREE
         [--tests 0001,0011,...] [--no-build] [--timeout-per-test 300] [--out report.md]
+        [--cluster N] [--scenario noautocreate]
 
 Builds librdkafka's test runner from the source tree given (``./configure``, ``make
 libs``, ``make -C tests build``; skipped with ``--no-build``), starts a broker as a process
@@ -13,6 +14,11 @@ librdkafka's sockem build), one test id at a time so that one test that hangs co
 its timeout. It writes a Markdown table (id, name, result, first failing line) to
 ``--out`` and prints it. Every run is bounded: ``--timeout-per-test`` seconds per test.
 
+``--cluster N`` runs the suite against N brokers and a local ZooKeeper instead
+(``trio-broker-cluster``: replication, ``offsets.topic.replication.factor`` min(3, N));
+``--scenario`` picks librdkafka's scenario (``noautocreate``: the tests that create their
+topics themselves, such as 0107 and 0111, on brokers with auto-creation off).
+
 Not part of ``.ci/run``: it needs a C tool chain and a librdkafka source tree.
 ``docs/COMPATIBILITY.md`` keeps the latest table and the reason for each test that does
 not pass.
@@ -21,6 +27,7 @@ not pass.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -29,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +63,40 @@ BROKER = {
 OWN_SETTINGS: dict[str, dict[str, object]] = {
     "0113": {"group.initial.rebalance.delay.ms": 3000},
 }
+# librdkafka's scenarios (a test names the ones it runs in; the runner runs those of
+# TEST_SCENARIO) and the broker settings each stands for, as trivup sets them.
+SCENARIOS: dict[str, dict[str, object]] = {
+    "default": {},
+    "noautocreate": {"auto.create.topics.enable": "false"},
+}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@contextlib.contextmanager
+def brokers(settings: dict[str, object], cluster: int) -> Iterator[str]:
+    """One broker process (``cluster`` 0), or a local ZooKeeper and ``cluster`` brokers
+    started by ``trio-broker-cluster``; yields the bootstrap servers."""
+    if not cluster:
+        with running(settings, mode="process") as broker:
+            yield broker.bootstrap
+        return
+    with tempfile.TemporaryDirectory(prefix="rdk-cluster-") as tmp:
+        args = [sys.executable, "-m", "trio_broker.tools.cluster", "start", str(cluster)]
+        args += ["--dir", tmp]
+        for key, value in settings.items():
+            args += ["--override", f"{key}={value}"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.startswith("bootstrap.servers="):
+                    break
+            else:
+                raise RuntimeError(f"the cluster did not start (exit {proc.wait()})")
+            yield line.split("=", 1)[1].strip()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(120)
 
 
 @dataclass
@@ -88,7 +129,13 @@ def test_ids(src: Path, wanted: list[str] | None) -> list[tuple[str, str]]:
 
 
 def run_one(
-    src: Path, test_id: str, name: str, conf: Path, timeout: float, seen: dict[str, str]
+    src: Path,
+    test_id: str,
+    name: str,
+    conf: Path,
+    timeout: float,
+    seen: dict[str, str],
+    scenario: str = "default",
 ) -> Result:
     """Run one test; ``seen`` collects the state of every test a run reported (TESTS
     matches substrings, so 0113_cooperative_rebalance also runs ..._local)."""
@@ -99,6 +146,7 @@ def run_one(
         **os.environ,
         "TESTS": f"{test_id}_{name}",  # a substring of the test name: this test only
         "TEST_KAFKA_VERSION": KAFKA_VERSION,
+        "TEST_SCENARIO": scenario,
         "RDKAFKA_TEST_CONF": str(conf),
         "TEST_REPORT": str(report),
         # the runner links the libraries just built, as the suite's run-test.sh arranges
@@ -129,8 +177,10 @@ def run_one(
     try:
         data = json.loads(report.read_text() or "{}")
         for other, found in data.get("tests", {}).items():
-            if other != f"{test_id}_{name}" and isinstance(found, dict):
-                seen[other] = str(found.get("state", "")) or "UNKNOWN"
+            # (the report lists every test; those this run did not run read SKIPPED)
+            state_of = str(found.get("state", "")) if isinstance(found, dict) else ""
+            if other != f"{test_id}_{name}" and state_of in ("PASSED", "FAILED"):
+                seen[other] = state_of
         own = data.get("tests", {}).get(f"{test_id}_{name}")  # TESTS matches substrings
         if own is not None:
             state = str(own.get("state", state))
@@ -158,7 +208,7 @@ def run_one(
     return Result(test_id, name, state, first, seconds)
 
 
-def table(results: list[Result], src: Path) -> str:
+def table(results: list[Result], src: Path, where: str = "one broker") -> str:
     version = subprocess.run(
         ["git", "describe", "--tags", "--always"], cwd=src, capture_output=True, text=True
     ).stdout.strip()
@@ -167,7 +217,7 @@ def table(results: list[Result], src: Path) -> str:
         counts[r.state] = counts.get(r.state, 0) + 1
     lines = [
         f"librdkafka `{version or 'unknown'}`, TEST_KAFKA_VERSION={KAFKA_VERSION}, "
-        f"broker settings {BROKER} (own broker for {OWN_SETTINGS}); "
+        f"{where}, broker settings {BROKER} (own broker for {OWN_SETTINGS}); "
         + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())),
         "",
         "| id | name | result | s | first failing line |",
@@ -188,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-build", action="store_true", help="the runner is built already")
     p.add_argument("--timeout-per-test", type=float, default=300.0)
     p.add_argument("--out", type=Path, default=Path("librdkafka-report.md"))
+    p.add_argument(
+        "--cluster", type=int, default=0, help="N brokers and a ZooKeeper (default: one broker)"
+    )
+    p.add_argument("--scenario", choices=sorted(SCENARIOS), default="default")
     args = p.parse_args(argv)
     # A run stopped with SIGTERM stops its broker too (the with block below ends).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -201,24 +255,27 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     seen: dict[str, str] = {}
     # The suite's tests on one broker, then each test that needs its own on a fresh one.
-    batches = [(BROKER, [t for t in tests if t[0] not in OWN_SETTINGS])]
-    batches += [({**BROKER, **OWN_SETTINGS[t[0]]}, [t]) for t in tests if t[0] in OWN_SETTINGS]
+    base = {**BROKER, **SCENARIOS[args.scenario]}
+    where = f"{args.cluster} brokers and ZooKeeper" if args.cluster else "one broker"
+    where += f", scenario {args.scenario}"
+    batches = [(base, [t for t in tests if t[0] not in OWN_SETTINGS])]
+    batches += [({**base, **OWN_SETTINGS[t[0]]}, [t]) for t in tests if t[0] in OWN_SETTINGS]
     for settings, batch in batches:
         if not batch:
             continue
-        with running(settings, mode="process") as broker:
+        with brokers(settings, args.cluster) as bootstrap:
             conf = Path(tempfile.mkstemp(prefix="rdk-test-", suffix=".conf")[1])
-            conf.write_text(f"bootstrap.servers={broker.bootstrap}\n")
+            conf.write_text(f"bootstrap.servers={bootstrap}\n")
             for test_id, name in batch:
-                r = run_one(src, test_id, name, conf, args.timeout_per_test, seen)
+                r = run_one(src, test_id, name, conf, args.timeout_per_test, seen, args.scenario)
                 print(
                     f"{r.test_id} {r.name}: {r.state} ({r.seconds:.0f} s) {r.first_failure}",
                     file=sys.stderr,
                 )
                 results.append(r)
-                args.out.write_text(table(results, src))  # a stopped run keeps its part
+                args.out.write_text(table(results, src, where))  # a stopped run keeps its part
             conf.unlink(missing_ok=True)
-    report = table(results, src)
+    report = table(results, src, where)
     args.out.write_text(report)
     print(report)
     return 0 if all(r.state in ("PASSED", "SKIPPED") for r in results) else 1
