@@ -287,6 +287,7 @@ class Broker:
         self.create_partitions = topics.create_partitions
         if self.zk is not None:  # topics are the controller's to place, through ZooKeeper
             self.cluster.authoritative = True
+            self.cluster.fenced = lambda: self.zk is not None and self.zk.coordinator.fenced
             zk_topics = ZkTopics(self.zk.session, topics, self.control)
             self.create_topic = zk_topics.create_topic
             self.delete_topic = zk_topics.delete_topic

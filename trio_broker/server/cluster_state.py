@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -54,11 +55,16 @@ class ClusterState:
         # has not described to this broker (since this broker started) is nobody's here,
         # not, as for a broker on its own, this one's.
         self.authoritative = False
+        # True while this broker's ZooKeeper session is lost (until it registers again):
+        # it leads nothing then, as the controller has moved its leaderships meanwhile.
+        self.fenced: Callable[[], bool] = lambda: False
 
     # ---------------------------------------------------------------- queries
 
     def leads(self, topic: str, partition: int) -> bool:
         """Partitions no controller has spoken of are led here (a broker on its own)."""
+        if self.fenced():
+            return False
         state = self.leadership.get((topic, partition))
         if state is None:  # not a replica here: the cluster's view says who leads
             cached = self.cache.partitions.get(topic, {}).get(partition)
