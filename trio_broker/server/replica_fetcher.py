@@ -52,8 +52,6 @@ class Followed:
     leader: int
     leader_epoch: int
     backoff_until: float = 0.0
-    # What this broker last did for it (for the cluster report): appended messages.
-    appended: int = 0
 
 
 class ReplicaFetchers:
@@ -240,14 +238,12 @@ class ReplicaFetchers:
                 return
             records = p.records
             try:
-                appended = await self.io.run(
+                await self.io.run(
                     lambda: _apply(plog, records, p.high_watermark, p.log_start_offset)
                 )
             except LogError as exc:
                 log.warning("%s-%d: follower append failed: %s", *key, exc)
                 followed.backoff_until = trio.current_time() + self._backoff_s()
-                return
-            followed.appended += appended
         elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
             start, hw = p.log_start_offset, p.high_watermark
             await self.io.run(lambda: _reset(plog, start, hw))
@@ -271,22 +267,15 @@ class ReplicaFetchers:
         self.truncations += 1
         log.info("%s-%d: diverged from the leader at epoch %d: truncated to %d", *key, epoch, end)
 
-    def lag(self) -> dict[Key, int]:
-        """Partitions followed here, for the cluster report (their leaders' ids)."""
-        return {k: f.leader for k, f in self.followed.items()}
 
-
-def _apply(plog: PartitionLog, records: Any, high_watermark: int, log_start: int) -> int:
+def _apply(plog: PartitionLog, records: Any, high_watermark: int, log_start: int) -> None:
     """Append the leader's batches and take over its high watermark and log start."""
-    appended = 0
     if records is not None and len(records):
         # Fetched at this log's end: a compacted leader may answer from a later offset.
-        view = memoryview(records)
-        appended = plog.append_as_follower(view, now_ms=_now_ms(), allow_gap=True).record_count
+        plog.append_as_follower(memoryview(records), now_ms=_now_ms(), allow_gap=True)
     plog.set_high_watermark(min(high_watermark, plog.log_end_offset))
     if log_start > plog.log_start_offset:
         plog.delete_records_before(min(log_start, plog.log_end_offset))
-    return appended
 
 
 def _reset(plog: PartitionLog, leader_start: int, leader_hw: int) -> None:
