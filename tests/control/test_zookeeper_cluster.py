@@ -207,6 +207,10 @@ def test_topics_are_placed_across_the_cluster_and_served_by_their_leaders(
             got.add(m.value())
         c.close()
         assert got == {b"%d" % i for i in range(40)}
+        # Each broker holds the logs of its own partitions only.
+        for i in (0, 1):
+            held = {d.name for d in (tmp_path / f"b{i}").glob("orders-*")}
+            assert held == {f"orders-{p}" for p, r in assignment.items() if r == [i]}
         # The topic's config is the cluster's: a replica broker took it from ZooKeeper.
         leader_of_0 = {0: b0, 1: b1}[assignment["0"][0]]
         describer = AdminClient({"bootstrap.servers": leader_of_0.bootstrap})

@@ -145,7 +145,10 @@ class ReplicaManager:
             list(self.config.log_dirs), log_config_for(self.config, {}), topic_configs=configs
         )
         for t in topics:
-            self.create_logs(t)
+            if self.cluster.authoritative:  # the controller says which logs are held here
+                self._note_min_insync(t)
+            else:
+                self.create_logs(t)
         for _, plog in self.logs.logs():
             self._observe(plog)
         # A log that may have followers keeps its high watermark as checkpointed (the
@@ -171,12 +174,15 @@ class ReplicaManager:
         if self.logs is not None:
             self.logs.close()
 
-    def create_logs(self, topic: TopicInfo) -> None:
-        """Create the logs of every partition of ``topic`` that has none (blocking)."""
+    def create_logs(self, topic: TopicInfo, only: int | None = None) -> None:
+        """Create the logs of every partition of ``topic`` (or of partition ``only``)
+        that has none (blocking)."""
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
         self._note_min_insync(topic)
         for p in topic.partitions:
+            if only is not None and p.index != only:
+                continue
             if self.logs.get(topic.name, p.index) is None:
                 self._observe(
                     self.logs.create(topic.name, p.index, config, topic_id=topic.topic_id)

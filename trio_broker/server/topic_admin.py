@@ -257,6 +257,6 @@ class TopicAdmin:
                     self.catalog.replace(new)
                 else:
                     new = info
-                self.replica_manager.create_logs(new)
+                self.replica_manager.create_logs(new, only=index)  # the one it holds
 
             await trio.to_thread.run_sync(make)
