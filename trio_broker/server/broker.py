@@ -38,10 +38,9 @@ from ..apis.services import (
     Deferrable,
     TopicInfo,
 )
-from ..apis.table import API_TABLE, ApiTable
+from ..apis.table import API_TABLE, ZOOKEEPER_ONLY, ApiTable
 from ..log.dir_lock import LogDirLock
 from ..network.socket_server import ListenerSpec, SocketServer
-from ..protocol.api import ApiKey
 from . import listeners_file, meta_properties
 from .access import AccessControl
 from .acl_store import AclStore, Authorization
@@ -112,7 +111,7 @@ class Broker:
             ZkMembership(config, self._registration, peers) if config["zookeeper.connect"] else None
         )
         if self.zk is None:  # no controller to ask: a cluster of one (controller_requests)
-            api_table = api_table.without(ApiKey.ControlledShutdown)
+            api_table = api_table.without(*ZOOKEEPER_ONLY)
         self.api_table = api_table
         self.data_dir = config.log_dirs[0]
         self.dir_lock = LogDirLock(config.log_dirs)
@@ -323,6 +322,8 @@ class Broker:
         requests = self.zk.requests if self.zk else ControllerRequests(None, topics.topics)
         self.controlled_shutdown = requests.controlled_shutdown
         self.elect_leaders = requests.elect_leaders
+        self.alter_reassignments = requests.alter_reassignments
+        self.list_reassignments = requests.list_reassignments
 
     def _forget_topic(self, info: TopicInfo) -> None:
         """What a deleted topic leaves outside its logs: parked fetches are answered, its
