@@ -21,7 +21,7 @@ from .test_replication import (
     stop_all,
     zk,  # noqa: F401  (fixture)
 )
-from .test_zookeeper_cluster import SESSION_MS, broker, until
+from .test_zookeeper_cluster import SESSION_MS, broker, metadata, until
 
 PARTITIONS = 6
 
@@ -45,6 +45,13 @@ def test_a_stopping_leader_hands_its_partitions_over_first(
             p for p in range(PARTITIONS) if partition_state(client, "moves", p)["leader"] == victim
         ]
         others = {i: b for i, b in brokers.items() if i != victim}
+        # (the producer addresses partitions by number: its brokers must know them all)
+        until(
+            "every partition known",
+            lambda: all(
+                len(metadata(b).topics["moves"].partitions) == PARTITIONS for b in others.values()
+            ),
+        )
 
         acked: list[bytes] = []
         failures: list[Any] = []
@@ -67,9 +74,8 @@ def test_a_stopping_leader_hands_its_partitions_over_first(
             deadline = time.monotonic() + 60
             while not stop.is_set() and time.monotonic() < deadline and n < 20000:
                 producer.produce("moves", b"m-%d" % n, partition=n % PARTITIONS, on_delivery=report)
-                producer.poll(0)
+                producer.poll(0.002)  # (also the pace: about 500 messages a second)
                 n += 1
-                time.sleep(0.002)
             producer.flush(60)
 
         thread = threading.Thread(target=produce)
@@ -96,7 +102,8 @@ def test_a_stopping_leader_hands_its_partitions_over_first(
         assert took < SESSION_MS / 1000, f"shutdown took {took:.1f} s"
         assert any("controlled shutdown of broker" in line for line in brokers[victim].log)
 
-        time.sleep(1)  # the producer goes on against the new leaders
+        mark = len(acked)  # the producer goes on against the new leaders
+        until("acknowledgements after the move", lambda: len(acked) > mark + 200)
         stop.set()
         thread.join(90)
         assert not failures, failures[:5]

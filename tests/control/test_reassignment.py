@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +153,11 @@ def test_a_partition_moves_to_other_brokers_under_load(
         assert admin.list_partition_reassignments() == {}
         admin.close()
 
-        time.sleep(1)  # the producer goes on against the new leader
+        mark = len(acked)  # the producer goes on against the new leader
+        until(
+            "acknowledgements after the move (or all sent)",
+            lambda: len(acked) > mark + 50 or not threads[0].is_alive(),
+        )
         stop.set()
         threads[0].join(90)
         assert not failures, failures[:5]
@@ -215,10 +218,10 @@ def test_a_pending_move_is_cancelled(
             lambda: not (tmp_path / f"b{c}" / "stay-0").exists(),
             timeout=20,
         )
-        time.sleep(2)  # and it stays gone: no late LeaderAndIsr brings it back
-        assert not (tmp_path / f"b{c}" / "stay-0").exists()
         admin.close()
         got = consume_all(bootstrap(brokers), "stay", 1, 1000)
         assert got[0] == [b"%d" % i for i in range(1000)]
+        # and, after all that reading, it is still gone: no late LeaderAndIsr brought it back
+        assert not (tmp_path / f"b{c}" / "stay-0").exists()
     finally:
         stop_all(brokers)
