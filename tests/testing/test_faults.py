@@ -17,7 +17,7 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
-from trio_broker.apis.table import API_TABLE
+from trio_broker.apis.table import SINGLE_BROKER_TABLE
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages.api_versions import ApiVersionsRequest
 from trio_broker.protocol.messages.metadata import MetadataRequest
@@ -52,7 +52,7 @@ def test_off_by_default_no_hook_and_403(tmp_path: Path) -> None:
     try:
         assert broker.broker is not None
         # Nothing of the feature is in the request path: the plain table and throttler.
-        assert broker.broker.request_handler.table is API_TABLE
+        assert broker.broker.request_handler.table is SINGLE_BROKER_TABLE
         assert type(broker.broker.request_handler.throttler) is Throttler
         assert broker.broker.faults is None
         with httpx.Client(base_url=broker.admin_url, timeout=10) as http:

@@ -149,3 +149,6 @@ ZOOKEEPER_ONLY = (
     ApiKey.AlterPartitionReassignments,
     ApiKey.ListPartitionReassignments,
 )
+# The table of a broker on its own (the same object every time: a test checks that fault
+# injection, when off, leaves the plain table in the request path).
+SINGLE_BROKER_TABLE = API_TABLE.without(*ZOOKEEPER_ONLY)

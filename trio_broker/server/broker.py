@@ -38,7 +38,7 @@ from ..apis.services import (
     Deferrable,
     TopicInfo,
 )
-from ..apis.table import API_TABLE, ZOOKEEPER_ONLY, ApiTable
+from ..apis.table import API_TABLE, SINGLE_BROKER_TABLE, ZOOKEEPER_ONLY, ApiTable
 from ..log.dir_lock import LogDirLock
 from ..network.socket_server import ListenerSpec, SocketServer
 from . import listeners_file, meta_properties
@@ -111,7 +111,8 @@ class Broker:
             ZkMembership(config, self._registration, peers) if config["zookeeper.connect"] else None
         )
         if self.zk is None:  # no controller to ask: a cluster of one (controller_requests)
-            api_table = api_table.without(*ZOOKEEPER_ONLY)
+            plain = api_table is API_TABLE
+            api_table = SINGLE_BROKER_TABLE if plain else api_table.without(*ZOOKEEPER_ONLY)
         self.api_table = api_table
         self.data_dir = config.log_dirs[0]
         self.dir_lock = LogDirLock(config.log_dirs)
