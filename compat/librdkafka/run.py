@@ -90,8 +90,9 @@ def test_ids(src: Path, wanted: list[str] | None) -> list[tuple[str, str]]:
 def run_one(
     src: Path, test_id: str, name: str, conf: Path, timeout: float, seen: dict[str, str]
 ) -> Result:
-    """Run one test; ``seen`` collects the state of every test a run reported (TESTS
-    matches substrings, so 0113_cooperative_rebalance also runs ..._local)."""
+    """Run one test; ``seen`` collects the state of the other tests a run ran (the runner
+    runs every test whose id is in TESTS, so 0113_cooperative_rebalance also runs
+    ..._local)."""
     if f"{test_id}_{name}" in seen:
         return Result(test_id, name, seen[f"{test_id}_{name}"], "(ran with the test above)", 0)
     report = Path(tempfile.mkstemp(prefix=f"rdk-{test_id}-", suffix=".json")[1])
@@ -128,8 +129,14 @@ def run_one(
     state = "PASSED" if code == 0 else "FAILED"
     try:
         data = json.loads(report.read_text() or "{}")
+        # The report lists every test of the suite, those TESTS filtered out as SKIPPED:
+        # only the others with this test's id (the runner matches TESTS by id) ran.
         for other, found in data.get("tests", {}).items():
-            if other != f"{test_id}_{name}" and isinstance(found, dict):
+            if (
+                other != f"{test_id}_{name}"
+                and other.startswith(f"{test_id}_")
+                and isinstance(found, dict)
+            ):
                 seen[other] = str(found.get("state", "")) or "UNKNOWN"
         own = data.get("tests", {}).get(f"{test_id}_{name}")  # TESTS matches substrings
         if own is not None:
