@@ -31,3 +31,13 @@ def connect(zookeeper: ZooKeeperServer) -> str:
     client.stop()
     client.close()
     return zookeeper.connect + chroot
+
+
+@pytest.fixture
+def zk(connect: str) -> Iterator[tuple[str, KazooClient]]:
+    """The test's chroot and a client inside it."""
+    client = KazooClient(hosts=connect)
+    client.start(30)
+    yield connect, client
+    client.stop()
+    client.close()

@@ -19,7 +19,6 @@ from .test_replication import (
     partition_state,
     start,
     stop_all,
-    zk,  # noqa: F401  (fixture)
 )
 from .test_zookeeper_cluster import SESSION_MS, broker, metadata, until
 
@@ -34,7 +33,7 @@ def _create(brokers: dict[int, Any], topic: str) -> None:
 
 def test_a_stopping_leader_hands_its_partitions_over_first(
     tmp_path: Path,
-    zk: tuple[str, KazooClient],  # noqa: F811
+    zk: tuple[str, KazooClient],
 ) -> None:
     connect, client = zk
     brokers = start(tmp_path, connect, [0, 1, 2])
@@ -120,7 +119,7 @@ def test_a_stopping_leader_hands_its_partitions_over_first(
 
 def test_a_preferred_election_gives_the_leadership_back(
     tmp_path: Path,
-    zk: tuple[str, KazooClient],  # noqa: F811
+    zk: tuple[str, KazooClient],
 ) -> None:
     connect, client = zk
     # No automatic balance: the admin's election is what moves it back.

@@ -11,27 +11,16 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from ..support.brokers import BrokerProcess
 from .test_zookeeper_cluster import SESSION_MS, broker, metadata, until
-
-
-@pytest.fixture
-def zk(connect: str) -> Iterator[tuple[str, KazooClient]]:
-    client = KazooClient(hosts=connect)
-    client.start(30)
-    yield connect, client
-    client.stop()
-    client.close()
 
 
 def start(tmp_path: Path, connect: str, ids: list[int], *more: str) -> dict[int, BrokerProcess]:

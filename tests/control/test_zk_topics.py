@@ -15,10 +15,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kazoo.client import KazooClient
 
-from .test_replication import bootstrap, consume_all, partition_state, stop_all, zk
+from .test_replication import bootstrap, consume_all, partition_state, stop_all
 from .test_zookeeper_cluster import broker, metadata, until
-
-__all__ = ["zk"]  # the fixture, imported
 
 
 def error_of(future: object) -> KafkaError:

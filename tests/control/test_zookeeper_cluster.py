@@ -10,12 +10,11 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kazoo.client import KazooClient
@@ -23,16 +22,6 @@ from kazoo.client import KazooClient
 from ..support.brokers import BrokerProcess
 
 SESSION_MS = 4000  # how soon a killed broker's registration expires
-
-
-@pytest.fixture
-def zk(connect: str) -> Iterator[tuple[str, KazooClient]]:
-    """The test's chroot and a client inside it."""
-    client = KazooClient(hosts=connect)
-    client.start(30)
-    yield connect, client
-    client.stop()
-    client.close()
 
 
 def broker(tmp_path: Path, connect: str, broker_id: int, *more: str) -> BrokerProcess:
