@@ -231,6 +231,8 @@ async def settled(broker: Broker) -> None:
     returns while a request's storage job runs on a thread, since its task is blocked."""
     while True:
         await trio.testing.wait_all_tasks_blocked()
-        if broker.io_pool.busy == 0 and broker.io_pool.waiting == 0:
+        # ``unfinished``, not ``busy``: a thread frees its slot a moment before the
+        # job's result reaches the loop, and the task it wakes has work left to do.
+        if broker.io_pool.unfinished == 0:
             return
         await trio.sleep(0.001)  # a thread's job is not a Trio task: look again shortly

@@ -76,6 +76,7 @@ class IoPool:
         self._next_id = 0
         self._lock = threading.Lock()  # the figures below are written from the threads
         self._busy_ns = 0
+        self._unfinished = 0  # touched on the event loop only
         self._running: dict[int, int] = {}  # thread id -> start ns of its current job
         self._capacity_ns = 0
         self._capacity_since = clock()
@@ -124,6 +125,12 @@ class IoPool:
         return len(self._running)
 
     @property
+    def unfinished(self) -> int:
+        """Jobs whose awaiting task has not been given its result yet: waiting, on a
+        thread, or finished with the result still on its way to the event loop."""
+        return self._unfinished
+
+    @property
     def waiting(self) -> int:
         """Jobs waiting for a thread now."""
         return self._jobs.qsize()  # a retiring thread's ticket counts until it is taken
@@ -153,6 +160,7 @@ class IoPool:
         observers = self.observers
 
         def finished(result: outcome.Outcome[T], wait_ms: float, work_ms: float) -> None:
+            self._unfinished -= 1
             for observe in observers:  # on the event loop
                 observe(wait_ms, work_ms)
             trio.lowlevel.reschedule(task, result)
@@ -160,6 +168,7 @@ class IoPool:
         def deliver(result: outcome.Outcome[T], wait_ms: float, work_ms: float) -> None:
             token.run_sync_soon(finished, result, wait_ms, work_ms)  # from the thread
 
+        self._unfinished += 1
         self._jobs.put(_Job(fn, deliver, self._clock()))
 
         def abort(_: Any) -> trio.lowlevel.Abort:
