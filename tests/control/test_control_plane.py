@@ -4,6 +4,7 @@ control-plane listener, steering a static two-broker cluster with real clients."
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -197,3 +198,54 @@ async def test_a_control_request_is_answered_before_the_data_plane_backlog_drain
         for client in data:
             _, resp = await client.receive()
             assert resp.brokers
+
+
+async def test_acks_all_is_not_acknowledged_when_leadership_goes_during_the_append(
+    run_broker,  # type: ignore[no-untyped-def]
+) -> None:
+    # The leader of a replicated partition (its ISR itself alone, so an append is
+    # replicated at once) loses the partition to broker 1 while a producer's acks=all
+    # append waits for the io thread. The append still lands in this log, which broker 1
+    # may never have: the producer must hear NOT_LEADER_OR_FOLLOWER (and retry at the new
+    # leader), not an acknowledgement. (Found by partition reassignment under load: the
+    # old leader acknowledged a batch the new leader never had.)
+    broker = await run_broker({**PLANES, "num.io.threads": "1"})
+    chost, cport = broker.bound_listeners()["CONTROLLER"]
+    control = await AsyncWireClient.connect(f"{chost}:{cport}")
+
+    async def lead(leader: int, leader_epoch: int) -> None:
+        state = LeaderAndIsrPartitionState(
+            partition_index=0,
+            controller_epoch=1,
+            leader=leader,
+            leader_epoch=leader_epoch,
+            isr=[leader],
+            partition_epoch=leader_epoch,
+            replicas=[0, 1],
+        )
+        req = LeaderAndIsrRequest(
+            controller_id=0,
+            controller_epoch=1,
+            topic_states=[LeaderAndIsrRequest.TopicState(topic_name="t", partition_states=[state])],
+        )
+        resp = await control.request(req, 7)
+        assert resp.topics[0].partition_errors[0].error_code == ErrorCode.NONE
+
+    await lead(0, 1)
+    host, port = broker.bound_listeners()["PLAINTEXT"]
+    producer = await AsyncWireClient.connect(f"{host}:{port}")
+    first = await producer.request(produce_req("t", build_batch([Record(None, b"a")]), acks=-1), 8)
+    assert first.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+
+    hold = threading.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(broker.io_pool.run, lambda: hold.wait(30))  # the one io thread
+        await trio.testing.wait_all_tasks_blocked()
+        await producer.send(produce_req("t", build_batch([Record(None, b"b")]), acks=-1), 8)
+        while broker.io_pool.waiting == 0:  # the append queued behind the held job
+            await trio.sleep(0.001)
+        await lead(1, 2)  # broker 1 leads now; this broker follows it
+        hold.set()
+    _, resp = await producer.receive()
+    (p,) = resp.responses[0].partition_responses
+    assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -86,17 +86,23 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 for t, p, r in waiting
             )
 
+        def answer() -> Any:
+            # Each record's fate as replication knows it now: a leadership lost since the
+            # append (NOT_LEADER_OR_FOLLOWER) is an error even when it is known at once,
+            # never an acknowledgement of records the ISR may not have.
+            for t, p, r in waiting:
+                status = broker.replication_status(t, p, r.required_offset)
+                if status is None:
+                    status = ErrorCode.REQUEST_TIMED_OUT
+                if status != ErrorCode.NONE:
+                    r.error_code, r.base_offset = status, -1
+            return _respond(ctx, req, results, acks)
+
         if waiting and not settled():
             # Parked in the produce purgatory until the ISR has the records (Kafka's
             # DelayedProduce), or REQUEST_TIMED_OUT after the request's timeout.
             async def complete(expired: bool) -> Any:
-                for t, p, r in waiting:
-                    status = broker.replication_status(t, p, r.required_offset)
-                    if status is None:
-                        status = ErrorCode.REQUEST_TIMED_OUT
-                    if status != ErrorCode.NONE:
-                        r.error_code, r.base_offset = status, -1
-                return _respond(ctx, req, results, acks)
+                return answer()
 
             return broker.defer(
                 ctx,
@@ -106,6 +112,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 complete=complete,
                 purgatory="produce",
             )
+        return answer()
     return _respond(ctx, req, results, acks)
 
 
