@@ -323,6 +323,8 @@ class Broker:
         requests = self.zk.requests if self.zk else ControllerRequests(None, topics.topics)
         self.controlled_shutdown = requests.controlled_shutdown
         self.elect_leaders = requests.elect_leaders
+        self.alter_reassignments = requests.alter_reassignments
+        self.list_reassignments = requests.list_reassignments
 
     def _forget_topic(self, info: TopicInfo) -> None:
         """What a deleted topic leaves outside its logs: parked fetches are answered, its
