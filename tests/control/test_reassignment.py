@@ -30,7 +30,6 @@ from .test_replication import (
     partition_state,
     start,
     stop_all,
-    zk,  # noqa: F401  (fixture)
 )
 from .test_zookeeper_cluster import until
 
@@ -64,7 +63,7 @@ def _admin(brokers: dict[int, BrokerProcess]) -> KafkaAdminClient:
 
 def test_a_partition_moves_to_other_brokers_under_load(
     tmp_path: Path,
-    zk: tuple[str, KazooClient],  # noqa: F811
+    zk: tuple[str, KazooClient],
 ) -> None:
     connect, client = zk
     brokers = start(tmp_path, connect, [0, 1, 2])
@@ -121,6 +120,9 @@ def test_a_partition_moves_to_other_brokers_under_load(
 
         admin = _admin(brokers)
         tp = KpTopicPartition("move", 0)
+        # Nothing moves yet; and the admin client now knows the controller (it asks any
+        # broker the first time, which must not be the one about to be stopped).
+        assert admin.list_partition_reassignments() == {}
         proc = brokers[c].proc
         assert proc is not None
         os.kill(proc.pid, signal.SIGSTOP)  # the new replica waits: the move is seen going on
@@ -175,7 +177,7 @@ def test_a_partition_moves_to_other_brokers_under_load(
 
 def test_a_pending_move_is_cancelled(
     tmp_path: Path,
-    zk: tuple[str, KazooClient],  # noqa: F811
+    zk: tuple[str, KazooClient],
 ) -> None:
     connect, client = zk
     brokers = start(tmp_path, connect, [0, 1, 2])
