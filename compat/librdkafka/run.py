@@ -184,8 +184,12 @@ def run_one(
         # only the others with this test's id (the runner matches TESTS by id) ran.
         for other, found in data.get("tests", {}).items():
             state_of = str(found.get("state", "")) if isinstance(found, dict) else ""
-            if other != f"{test_id}_{name}" and other.startswith(f"{test_id}_"):
-                seen[other] = state_of or "UNKNOWN"
+            if (
+                other != f"{test_id}_{name}"
+                and other.startswith(f"{test_id}_")
+                and state_of in ("PASSED", "FAILED")
+            ):
+                seen[other] = state_of
         own = data.get("tests", {}).get(f"{test_id}_{name}")  # TESTS matches substrings
         if own is not None:
             state = str(own.get("state", state))

@@ -64,9 +64,23 @@ def test_three_brokers_start_form_a_cluster_and_stop_together(tmp_path: Path) ->
                 timeout=60,
             )
 
+        def replicas() -> list[int]:
+            parts = admin.list_topics("spread", timeout=10).topics["spread"].partitions
+            return list(parts[0].replicas)
+
+        (first,) = replicas()
+        target = (first + 1) % 3
+        moved = ctl("reassign", "spread", "0", "--to", str(target))
+        assert moved.returncode == 0 and moved.stdout.strip() == "spread-0: ok", moved
+        until("partition 0 moved", lambda: replicas() == [target])
+        assert ctl("reassignments").stdout.strip() == "{}"
         elected = ctl("elect", "spread:0")
         assert elected.returncode == 0, elected
         assert '"spread-0": "ELECTION_NOT_NEEDED"' in elected.stdout
+        refused = ctl("reassign", "spread", "0", "--to", "7")
+        # (the controller's message names the broker that does not exist)
+        assert refused.stdout.startswith("spread-0: ") and "7" in refused.stdout, refused
+        assert replicas() == [target]
     finally:
         tool.send_signal(signal.SIGTERM)
         rest, _ = tool.communicate(timeout=120)

@@ -423,7 +423,7 @@ class BrokerView(Protocol):
         topic_ids: dict[str, uuid.UUID],
     ) -> int: ...
 
-    # -- the controller's (ControlledShutdown, ElectLeaders)
+    # -- the controller's (ControlledShutdown, ElectLeaders, partition reassignments)
 
     async def controlled_shutdown(
         self, broker_id: int, broker_epoch: int
@@ -435,6 +435,20 @@ class BrokerView(Protocol):
         self, election_type: int, partitions: Iterable[tuple[str, int]] | None, timeout_ms: int
     ) -> dict[tuple[str, int], int]:
         """An error code per partition (NONE: elected; NOT_CONTROLLER on other brokers)."""
+        ...
+
+    async def alter_reassignments(
+        self, targets: Mapping[tuple[str, int], list[int] | None], timeout_ms: int
+    ) -> tuple[int, dict[tuple[str, int], tuple[int, str | None]]]:
+        """(top-level error code, (error code, message) per partition): reassignments
+        begun, or cancelled (None); NOT_CONTROLLER on other brokers."""
+        ...
+
+    def list_reassignments(
+        self, partitions: Iterable[tuple[str, int]] | None
+    ) -> tuple[int, dict[tuple[str, int], tuple[list[int], ...]]]:
+        """(top-level error code, (replicas, adding, removing) per partition being moved,
+        of ``partitions`` or all); NOT_CONTROLLER on other brokers."""
         ...
 
     # -- waiting without holding a handler

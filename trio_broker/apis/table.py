@@ -33,6 +33,7 @@ from . import (
     list_offsets,
     metadata,
     produce,
+    reassignments,
     sasl,
     scram_credentials,
     topics,
@@ -71,9 +72,9 @@ class ApiTable:
         ]
         return ApiTable(entries)
 
-    def without(self, api_key: int) -> ApiTable:
-        """A copy of the table that does not serve ``api_key``."""
-        return ApiTable([e for e in self.entries() if e.spec.key != api_key])
+    def without(self, *api_keys: int) -> ApiTable:
+        """A copy of the table that does not serve ``api_keys``."""
+        return ApiTable([e for e in self.entries() if e.spec.key not in api_keys])
 
     def versions(self, plane: str) -> dict[int, VersionRange]:
         return {
@@ -102,6 +103,8 @@ API_TABLE = ApiTable(
         ApiEntry(messages.topics.CREATE_PARTITIONS, topics.create_partitions),
         ApiEntry(messages.produce.INIT_PRODUCER_ID, init_producer_id.handle),
         ApiEntry(messages.elections.ELECT_LEADERS, elections.elect_leaders),
+        ApiEntry(messages.reassignments.ALTER_PARTITION_REASSIGNMENTS, reassignments.alter),
+        ApiEntry(messages.reassignments.LIST_PARTITION_REASSIGNMENTS, reassignments.list_ongoing),
         # group coordinator (transactions are not served, so not listed)
         ApiEntry(messages.groups.FIND_COORDINATOR, groups.find_coordinator),
         ApiEntry(messages.groups.JOIN_GROUP, groups.join_group),
@@ -139,9 +142,13 @@ API_TABLE = ApiTable(
     ]
 )
 
-# Served in a ZooKeeper cluster only: a broker on its own has no controller to ask
-# (``Broker`` leaves them out of its table).
-ZOOKEEPER_ONLY = (ApiKey.ControlledShutdown,)
+# Served in a ZooKeeper cluster only: a broker on its own has no controller to ask and no
+# other broker to move a partition to (``Broker`` leaves them out of its table).
+ZOOKEEPER_ONLY = (
+    ApiKey.ControlledShutdown,
+    ApiKey.AlterPartitionReassignments,
+    ApiKey.ListPartitionReassignments,
+)
 # The table of a broker on its own (the same object every time: a test checks that fault
 # injection, when off, leaves the plain table in the request path).
 SINGLE_BROKER_TABLE = API_TABLE.without(*ZOOKEEPER_ONLY)

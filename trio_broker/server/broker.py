@@ -46,7 +46,7 @@ from .access import AccessControl
 from .acl_store import AclStore, Authorization
 from .cluster_report import cluster_figures
 from .cluster_state import ClusterState
-from .config import BROKER_CONFIG_DEF, BrokerConfig, ConfigError
+from .config import BrokerConfig, ConfigError
 from .config_admin import ConfigAdmin
 from .configdef import ConfigEntry
 from .connection_limits import CONNECTION_KEYS, connection_limits
@@ -71,7 +71,7 @@ from .request_handler import RequestHandler
 from .scram_store import ScramStore
 from .throttling import Throttler
 from .topic_admin import TopicAdmin
-from .topic_config import TOPIC_CONFIG_DEF, effective_topic_config
+from .topic_config import config_doc, config_type_name, effective_topic_config
 from .topics import TopicCatalog
 from .zk.controller_requests import ControllerRequests
 from .zk.isr_writer import ZkIsrWriter
@@ -323,6 +323,9 @@ class Broker:
         requests = self.zk.requests if self.zk else ControllerRequests(None, topics.topics)
         self.controlled_shutdown = requests.controlled_shutdown
         self.elect_leaders = requests.elect_leaders
+        self.alter_reassignments = requests.alter_reassignments
+        self.list_reassignments = requests.list_reassignments
+        self.config_type_name, self.config_doc = config_type_name, config_doc
 
     def _forget_topic(self, info: TopicInfo) -> None:
         """What a deleted topic leaves outside its logs: parked fetches are answered, its
@@ -561,14 +564,6 @@ class Broker:
 
     def broker_config_entries(self, cluster_default: bool = False) -> dict[str, ConfigEntry]:
         return self.config.describe(cluster_default=cluster_default)
-
-    def config_type_name(self, name: str, resource_type: int) -> str:
-        key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
-        return key.type.value if key is not None else ""
-
-    def config_doc(self, name: str, resource_type: int) -> str | None:
-        key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
-        return key.doc if key is not None else None
 
     # client quotas: see QuotaStore (the admin API shares it)
 

@@ -176,3 +176,16 @@ def _unknown(name: str, raw: str | None) -> ConfigError:
     elif close := difflib.get_close_matches(name, list(TOPIC_CONFIG_DEF), n=1):
         reason += f" (did you mean {close[0]}?)"
     return ConfigError(name, shown, reason)
+
+
+def config_type_name(name: str, resource_type: int) -> str:
+    """A config key's type as DescribeConfigs names it (topic keys for resource type 2,
+    broker keys otherwise); "" for a key this broker does not know."""
+    key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
+    return key.type.value if key is not None else ""
+
+
+def config_doc(name: str, resource_type: int) -> str | None:
+    """A config key's documentation for DescribeConfigs, or None for an unknown key."""
+    key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
+    return key.doc if key is not None else None

@@ -1,9 +1,11 @@
 """The operations of a ZooKeeper cluster, as a thin client of Kafka's own APIs.
 
-Owns: ``ClusterOps``, behind ``trio-broker-controller elect``: it asks any broker (a
-``listeners.json``'s data listener) for Metadata, finds the cluster's controller there,
-and sends it ElectLeaders (preferred or unclean), as ``kafka-leader-election.sh`` does.
-Any Kafka AdminClient does the same; the controller in the broker does the work.
+Owns: ``ClusterOps``, behind ``trio-broker-controller elect``, ``reassign`` and
+``reassignments``: it asks any broker (a ``listeners.json``'s data listener) for Metadata,
+finds the cluster's controller there, and sends it ElectLeaders (preferred or unclean),
+AlterPartitionReassignments or ListPartitionReassignments, as ``kafka-leader-election.sh``
+and ``kafka-reassign-partitions.sh`` do. The same operations work from any Kafka
+AdminClient; the controller in the broker does the work and the checks.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from typing import Any
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.elections import ElectLeadersRequest
 from ..protocol.messages.metadata import MetadataRequest
+from ..protocol.messages.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
+)
 from .client import WireClient
 
 METADATA_VERSION = 12
@@ -69,6 +75,42 @@ class ClusterOps:
             f"{r.topic}-{p.partition_id}": p.error_message or _code(p.error_code)
             for r in response.replica_election_results
             for p in r.partition_result
+        }
+
+    def reassign(self, topic: str, partition: int, replicas: list[int] | None) -> str:
+        """AlterPartitionReassignments of one partition (None: cancel); "ok" or the error."""
+        T = AlterPartitionReassignmentsRequest.ReassignableTopic
+        response = self._ask(
+            AlterPartitionReassignmentsRequest(
+                topics=[
+                    T(
+                        name=topic,
+                        partitions=[
+                            T.ReassignablePartition(partition_index=partition, replicas=replicas)
+                        ],
+                    )
+                ]
+            ),
+            0,
+        )
+        if response.error_code:
+            raise ClusterOpsError(response.error_message or f"error {response.error_code}")
+        (result,) = [p for t in response.responses for p in t.partitions]
+        return result.error_message or _code(result.error_code)
+
+    def reassignments(self) -> dict[str, Any]:
+        """ListPartitionReassignments: every move under way."""
+        response = self._ask(ListPartitionReassignmentsRequest(topics=None), 0)
+        if response.error_code:
+            raise ClusterOpsError(response.error_message or f"error {response.error_code}")
+        return {
+            f"{t.name}-{p.partition_index}": {
+                "replicas": p.replicas,
+                "adding": p.adding_replicas,
+                "removing": p.removing_replicas,
+            }
+            for t in response.topics
+            for p in t.partitions
         }
 
 

@@ -14,6 +14,8 @@ In a ZooKeeper cluster the elected controller does this work itself; there the t
 thin client of Kafka's APIs (``cluster_ops``), sent to that controller:
 
     ... elect [TOPIC:PARTITION ...] [--unclean]      ElectLeaders (preferred by default)
+    ... reassign TOPIC PARTITION --to 1,2 | --cancel  AlterPartitionReassignments
+    ... reassignments                                 ListPartitionReassignments
 
 A leadership change is a LeaderAndIsr to the brokers involved (the new leader takes the
 partition at a higher leader epoch; the old one becomes a follower, so its producers and
@@ -332,8 +334,14 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("elect", help="ElectLeaders: preferred (or unclean) leaders again")
     e.add_argument("partitions", nargs="*", metavar="TOPIC:PARTITION", help="default: all")
     e.add_argument("--unclean", action="store_true", help="an unclean election (type 1)")
+    r = sub.add_parser("reassign", help="AlterPartitionReassignments of one partition")
+    r.add_argument("topic")
+    r.add_argument("partition", type=int)
+    r.add_argument("--to", metavar="BROKER_IDS", help="e.g. 1,2 (the first leads)")
+    r.add_argument("--cancel", action="store_true", help="cancel its move under way")
+    sub.add_parser("reassignments", help="ListPartitionReassignments, as JSON")
     args = parser.parse_args(argv)
-    if args.command == "elect":
+    if args.command in ("elect", "reassign", "reassignments"):
         return _cluster_ops(args)
     try:
         controller = Controller(
@@ -359,8 +367,16 @@ def _cluster_ops(args: argparse.Namespace) -> int:
         brokers = load_cluster(args.cluster, args.control_listener)
         data = [a for n, a in brokers[0].listeners.items() if n != args.control_listener]
         ops = ClusterOps(brokers[0].listeners.get("PLAINTEXT") or data[0])
-        wanted = [(t, int(p)) for t, _, p in (x.rpartition(":") for x in args.partitions)]
-        print(json.dumps(ops.elect(wanted or None, args.unclean), indent=1))
+        if args.command == "elect":
+            wanted = [(t, int(p)) for t, _, p in (x.rpartition(":") for x in args.partitions)]
+            print(json.dumps(ops.elect(wanted or None, args.unclean), indent=1))
+        elif args.command == "reassign":
+            if args.cancel == bool(args.to):
+                raise ControllerError("give either --to BROKER_IDS or --cancel")
+            to = None if args.cancel else [int(b) for b in args.to.split(",")]
+            print(f"{args.topic}-{args.partition}: {ops.reassign(args.topic, args.partition, to)}")
+        else:
+            print(json.dumps(ops.reassignments(), indent=1))
     except (ControllerError, ClusterOpsError, OSError, ValueError) as exc:
         print(f"trio-broker-controller: {exc}", file=sys.stderr)
         return 1

@@ -22,7 +22,9 @@ watch on each ``/brokers/topics/<t>``, as Kafka's: CreatePartitions' new partiti
 leaders and their replicas a LeaderAndIsr at once), or a leader changes an ISR (its
 notification under ``/isr_change_notification``: the round reads the state again and
 tells every broker), or an ``ElectionOrder`` is submitted (``controller_requests``: the
-round carries it out after its own elections, rules in ``elections``). A broker in
+round carries it out after its own elections, rules in ``elections``), or a
+``ReassignOrder`` (AlterPartitionReassignments: ``reassignment`` begins it, then tells and
+completes each partition's move round by round). A broker in
 controlled shutdown (``shut_down``) is elected nowhere and leaves every ISR; instead of
 LeaderAndIsr for the partitions it follows it gets StopReplica (logs kept), so that it
 stops fetching. A state write refused for its version (a leader's ISR change since the
@@ -35,9 +37,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass, field
 
 import trio
 from kazoo.exceptions import BadVersionError
@@ -54,7 +54,9 @@ from ...protocol.messages.controller import (
 from ...protocol.schema import Request
 from . import elections, layout
 from .elections import ElectionOrder
+from .reassignment import Reassignments, ReassignOrder
 from .session import ZkSession
+from .topic_view import TopicView
 
 log = logging.getLogger("trio_broker.controller")
 
@@ -63,16 +65,6 @@ RETRY_S = 1.0
 SEND_TIMEOUT_S = 10.0
 PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 NO_LEADER = -1
-
-
-@dataclass
-class TopicView:
-    """A topic as the controller knows it: assignment and each partition's state."""
-
-    topic_id: uuid.UUID
-    replicas: dict[int, list[int]]
-    states: dict[int, layout.LeaderIsr] = field(default_factory=dict)
-    versions: dict[int, int] = field(default_factory=dict)  # of the state nodes
 
 
 def elect(
@@ -121,6 +113,12 @@ class ZkController:
         self._taken: list[ElectionOrder] = []  # by the current round
         self._halted: dict[int, set[tuple[str, int]]] = {}  # replicas stopped for a shutdown
         self._poked = trio.Event()
+        self.moves = Reassignments(session, self._write_state)
+
+    def submit_reassignment(self, order: ReassignOrder) -> None:
+        """Have the next round begin (or cancel) the order's reassignments."""
+        self.moves.orders.append(order)
+        self._poked.set()
 
     def submit(self, order: ElectionOrder) -> None:
         """Have the next round carry out ``order`` (one begins at once)."""
@@ -144,9 +142,11 @@ class ZkController:
                 order.error = ErrorCode.NOT_CONTROLLER
                 order.done.set()
             self.orders, self._taken = [], []
+            self.moves.end_term()
 
     async def _rounds(self, epoch: int) -> None:
         self.topics, self.live = {}, {}
+        self.moves.begin_term()
         # What each broker has yet to be told (kept across rounds until it has answered).
         untold: dict[int, set[tuple[str, int]]] = {}
         unstopped: dict[int, dict[str, TopicView]] = {}
@@ -179,10 +179,14 @@ class ZkController:
                 topics[name] = view
             for order in self._taken:
                 refused |= not await self._carry_out(order, topics, live, epoch, changed)
+            eligible = elections.eligible_brokers(live, self.shutting_down)
+            refused |= not await self.moves.carry_out(topics, live)
+            refused |= not await self.moves.advance(topics, eligible, epoch, changed)
             for note in notes:  # every state node was read again just now
                 await self.session.delete(f"{layout.ISR_CHANGE_NOTIFICATION}/{note}")
             gone = {n: v for n, v in self.topics.items() if n not in topics}
             self.topics, self.live = topics, live
+            self.moves.published()
             for b in [b for b in untold if b not in live]:
                 del untold[b]  # told everything when it is back
             for name, view in topics.items():
@@ -212,6 +216,9 @@ class ZkController:
                 if lai is not None:
                     done = functools.partial(untold[broker].difference_update, todo)
                     sends.append((broker, lai, LEADER_AND_ISR_VERSION, done))
+                removal = self.moves.stop_request(epoch, self.broker_id, broker, topics)
+                if removal is not None:
+                    sends.append((broker, removal[0], STOP_REPLICA_VERSION, removal[1]))
                 stopping = dict(unstopped.get(broker, {}))
                 stop = self._stop_replica(epoch, broker, stopping)
                 if stop is not None:
@@ -332,7 +339,8 @@ class ZkController:
         if found is None:
             return None, changed
         topic_id, replicas = layout.assignment_of(found[0])
-        view = TopicView(topic_id, replicas)
+        adding, removing = layout.reassignment_of(found[0])
+        view = TopicView(topic_id, replicas, adding=adding, removing=removing, version=found[1])
         for p in replicas:
             state = await self.session.get(layout.partition_state_path(name, p))
             if state is not None:
@@ -379,6 +387,8 @@ class ZkController:
                     isr=list(s.isr),
                     partition_epoch=view.versions.get(p, 0),
                     replicas=view.replicas[p],
+                    adding_replicas=view.adding.get(p, []),
+                    removing_replicas=view.removing.get(p, []),
                 )
                 for p, s in sorted(view.states.items())
                 if broker in view.replicas[p] and (name, p) in todo

@@ -1,5 +1,6 @@
-"""What the controller serves to other brokers and to admins: ControlledShutdown and
-ElectLeaders; and its periodic leader balance.
+"""What the controller serves to other brokers and to admins: ControlledShutdown,
+ElectLeaders, AlterPartitionReassignments and ListPartitionReassignments; and its
+periodic leader balance.
 
 Owns: ``ControllerRequests``, the broker's entry to its ``ZkController`` for these. Each
 request becomes an ``ElectionOrder`` the controller's next round carries out (the rules
@@ -9,14 +10,19 @@ NOT_CONTROLLER, as Kafka's ZooKeeper-mode brokers do (the admin client sends Ele
 to the controller named by Metadata; a stopping broker finds it in ``/controller``).
 
 Without ZooKeeper (``controller`` None) a broker is a cluster of one: every partition has
-one replica, its leader, so every election is ELECTION_NOT_NEEDED; ControlledShutdown is
-not served (nothing to move, no controller to ask).
+one replica, its leader, so every election is ELECTION_NOT_NEEDED; ControlledShutdown and
+the reassignment APIs are not served (nothing to move, no controller to ask: the broker
+leaves them out of its API table).
+
+A reassignment order is answered once the round has written the topic nodes (the move
+itself goes on in later rounds, as Kafka's); the list is the controller's view of the
+partitions being moved.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import trio
 
@@ -25,6 +31,7 @@ from ...protocol.errors import ErrorCode
 from . import elections
 from .controller import SEND_TIMEOUT_S, ZkController
 from .elections import PREFERRED, ElectionOrder, Key
+from .reassignment import ReassignOrder
 
 log = logging.getLogger("trio_broker.controller")
 
@@ -97,6 +104,37 @@ class ControllerRequests:
         results = {k: order.results.get(k, ErrorCode.REQUEST_TIMED_OUT) for k in wanted}
         await _told(order, max(0.0, deadline - trio.current_time()), c.broker_id)
         return results
+
+    async def alter_reassignments(
+        self, targets: Mapping[Key, list[int] | None], timeout_ms: int
+    ) -> tuple[int, dict[Key, tuple[int, str | None]]]:
+        """(error code, (error code, message) per partition): each reassignment begun
+        (or cancelled: None)."""
+        c = self.controller
+        if c is None or c.epoch is None:
+            return ErrorCode.NOT_CONTROLLER, {}
+        order = ReassignOrder(dict(targets))
+        c.submit_reassignment(order)
+        with trio.move_on_after(timeout_ms / 1000):
+            await order.done.wait()
+        if order.error:
+            return order.error, {}
+        timed_out = (ErrorCode.REQUEST_TIMED_OUT, None)
+        return ErrorCode.NONE, {k: order.results.get(k, timed_out) for k in targets}
+
+    def list_reassignments(
+        self, partitions: Iterable[Key] | None
+    ) -> tuple[int, dict[Key, tuple[list[int], ...]]]:
+        """(error code, (replicas, adding, removing) of each partition being moved of
+        ``partitions`` (None: all))."""
+        c = self.controller
+        if c is None or c.epoch is None:
+            return ErrorCode.NOT_CONTROLLER, {}
+        ongoing = c.moves.ongoing(c.topics)
+        if partitions is not None:
+            asked = set(partitions)
+            ongoing = {k: v for k, v in ongoing.items() if k in asked}
+        return ErrorCode.NONE, ongoing
 
     async def balance_forever(self) -> None:
         """Kafka's automatic preferred elections, while this broker is the controller."""

@@ -4,7 +4,8 @@ Owns the node formats of ZooKeeper-era Kafka (``kafka.zk.ZkData``), so that a Ka
 reading ZooKeeper reads ours: a broker's registration (``/brokers/ids/<id>``, ephemeral,
 version 5), the controller (``/controller``, ephemeral, version 1), the controller epoch
 (``/controller_epoch``, a decimal number), the cluster id (``/cluster/id``), a topic's
-replica assignment (``/brokers/topics/<t>``, version 3, with the topic id), each
+replica assignment (``/brokers/topics/<t>``, version 3, with the topic id and the
+replicas being added and removed by a reassignment), each
 partition's state (``/brokers/topics/<t>/partitions/<p>/state``: leader, leader epoch,
 ISR, controller epoch) and a topic's config overrides (``/config/topics/<t>``). Pure.
 """
@@ -117,14 +118,26 @@ def parse_kafka_uuid(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
-def assignment_data(topic_id: uuid.UUID, partitions: Mapping[int, Sequence[int]]) -> bytes:
+def assignment_data(
+    topic_id: uuid.UUID,
+    partitions: Mapping[int, Sequence[int]],
+    adding: Mapping[int, Sequence[int]] | None = None,
+    removing: Mapping[int, Sequence[int]] | None = None,
+) -> bytes:
+    """A topic node: each partition's replicas and, for a partition being reassigned
+    (KIP-455), the replicas being added and removed (its ``partitions`` entry is then the
+    full set, target replicas first)."""
+
+    def lists(by_partition: Mapping[int, Sequence[int]] | None) -> dict[str, list[int]]:
+        return {str(p): list(r) for p, r in sorted((by_partition or {}).items()) if r}
+
     return json.dumps(
         {
             "version": 3,
             "topic_id": kafka_uuid(topic_id),
             "partitions": {str(p): list(r) for p, r in sorted(partitions.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": lists(adding),
+            "removing_replicas": lists(removing),
         }
     ).encode()
 
@@ -134,6 +147,18 @@ def assignment_of(data: bytes) -> tuple[uuid.UUID, dict[int, list[int]]]:
     doc = json.loads(data)
     partitions = {int(p): [int(b) for b in r] for p, r in doc["partitions"].items()}
     return parse_kafka_uuid(doc["topic_id"]), partitions
+
+
+def reassignment_of(data: bytes) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """(adding, removing): partition -> replicas, of the partitions being reassigned
+    (empty for a node written before KIP-455's fields, or with none under way)."""
+    doc = json.loads(data)
+
+    def lists(key: str) -> dict[int, list[int]]:
+        found = doc.get(key) or {}
+        return {int(p): [int(b) for b in r] for p, r in found.items() if r}
+
+    return lists("adding_replicas"), lists("removing_replicas")
 
 
 def topic_config_data(configs: Mapping[str, str]) -> bytes:

@@ -145,7 +145,9 @@ class ZkTopics:
             added = new_partitions(existing, count, brokers, replicas)
             if validate_only:
                 return
-            data = layout.assignment_data(topic_id, {**existing, **added})
+            # A reassignment under way stays as it is.
+            adding, removing = layout.reassignment_of(found[0])
+            data = layout.assignment_data(topic_id, {**existing, **added}, adding, removing)
             try:
                 await self.session.set(layout.topic_path(name), data, found[1])
             except BadVersionError:
