@@ -12,9 +12,20 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
 from kazoo.client import KazooClient
 
+from trio_broker.protocol.messages.configs import DescribeConfigsRequest
+
+from ..support.wire import WireClient
 from .test_replication import bootstrap, consume_all, partition_state, stop_all
 from .test_zookeeper_cluster import broker, metadata, until
 
@@ -141,5 +152,88 @@ def test_brokers_on_racks_get_rack_aware_placement(
         admin.create_topics([NewTopic("manual", 1, replica_assignment=[[3, 0]])])["manual"].result(
             30
         )
+    finally:
+        stop_all(brokers)
+
+
+def test_a_topic_config_change_asked_of_any_broker_is_in_force_on_its_leader(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    # As librdkafka's 0011 does on a cluster: IncrementalAlterConfigs makes a topic
+    # compacted through a broker that holds none of it; its leader then refuses null
+    # keys, and every broker describes the change.
+    connect, client = zk
+    brokers = {i: broker(tmp_path, connect, i).start() for i in (0, 1, 2)}
+    try:
+        until("every broker named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1, 2])
+        admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+        made = NewTopic("conf", 1, replica_assignment=[[2]], config={"retention.ms": "3600000"})
+        admin.create_topics([made])["conf"].result(30)
+        asked = AdminClient({"bootstrap.servers": brokers[1].bootstrap})  # holds none of it
+        resource = ConfigResource(
+            "topic",
+            "conf",
+            incremental_configs=[
+                ConfigEntry(
+                    "cleanup.policy",
+                    "compact",
+                    incremental_operation=AlterConfigOpType.APPEND,
+                )
+            ],
+        )
+        asked.incremental_alter_configs([resource])[resource].result(30)
+        stored = json.loads(client.get("/config/topics/conf")[0])["config"]
+        assert stored == {"retention.ms": "3600000", "cleanup.policy": "delete,compact"}
+
+        def described(b: int) -> dict[str, tuple[str | None, int]]:
+            """DescribeConfigs of the topic asked of broker ``b`` itself (an AdminClient
+            sends it to any broker it knows)."""
+            res = DescribeConfigsRequest.Resource(
+                resource_type=2, resource_name="conf", configuration_keys=None
+            )
+            req = DescribeConfigsRequest(resources=[res], include_synonyms=False)
+            with WireClient(brokers[b].bootstrap) as wire:
+                (result,) = wire.request(req, 4).results
+            assert result.error_code == 0, result.error_message
+            return {e.name: (e.value, e.config_source) for e in result.configs}
+
+        dynamic = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+        for b in (0, 1, 2):
+            until(
+                f"broker {b} describes the change",
+                lambda b=b: described(b)["cleanup.policy"] == ("delete,compact", dynamic),
+            )
+            assert described(b)["retention.ms"] == ("3600000", dynamic)
+
+        # In force on the leader: a record without a key is refused, one with a key is not.
+        p = Producer({"bootstrap.servers": bootstrap(brokers), "enable.idempotence": False})
+        errors: list[object] = []
+        p.produce("conf", value=b"no key", on_delivery=lambda e, m: errors.append(e))
+        assert p.flush(30) == 0  # each in its own batch: Kafka refuses a batch whole
+        p.produce("conf", key=b"k", value=b"keyed", on_delivery=lambda e, m: errors.append(e))
+        assert p.flush(30) == 0
+        assert [e.code() if e is not None else None for e in errors] == [
+            KafkaError.INVALID_RECORD,
+            None,
+        ]
+
+        # Taken back (through broker 0): the leader takes null keys again.
+        back = ConfigResource(
+            "topic",
+            "conf",
+            incremental_configs=[
+                ConfigEntry("cleanup.policy", None, incremental_operation=AlterConfigOpType.DELETE)
+            ],
+        )
+        admin.incremental_alter_configs([back])[back].result(30)
+
+        default = ConfigSource.DEFAULT_CONFIG.value
+        until(
+            "the leader (broker 2) has taken it back",
+            lambda: described(2)["cleanup.policy"] == ("delete", default),
+        )
+        p.produce("conf", value=b"no key again", on_delivery=lambda e, m: errors.append(e))
+        assert p.flush(30) == 0
+        assert errors[-1] is None
     finally:
         stop_all(brokers)

@@ -78,6 +78,7 @@ from .zk.isr_writer import ZkIsrWriter
 from .zk.layout import Registration
 from .zk.membership import ZkMembership
 from .zk.producer_ids import claim_block
+from .zk.topic_configs import ZkTopicConfigs
 from .zk.topics import ZkTopics
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).
@@ -289,6 +290,9 @@ class Broker:
             self.cluster.authoritative = True
             self.cluster.fenced = lambda: self.zk is not None and self.zk.coordinator.fenced
             zk_topics = ZkTopics(self.zk.session, topics, self.control)
+            self.config_admin.topics = zk_configs = ZkTopicConfigs(self.zk.session, topics)
+            self.zk.watchers.append(zk_configs.run)
+            zk_topics.announce = zk_configs.announce
             self.create_topic = zk_topics.create_topic
             self.delete_topic = zk_topics.delete_topic
             self.create_partitions = zk_topics.create_partitions
@@ -558,8 +562,7 @@ class Broker:
         self, name: str, overrides: Mapping[str, str | None] | None = None
     ) -> dict[str, ConfigEntry]:
         if overrides is None:
-            info = self.topics_catalog.get(name)
-            overrides = dict(info.configs) if info is not None else {}
+            overrides = dict(self.config_admin.topics.overrides(name) or {})
         return effective_topic_config(self.config, overrides)
 
     def broker_config_entries(self, cluster_default: bool = False) -> dict[str, ConfigEntry]:

@@ -6,7 +6,8 @@ the data dir, in force at once, as ``PUT /v1/config``) at one of Kafka's two lev
 broker's id names its own settings (DYNAMIC_BROKER_CONFIG), ``""`` the cluster-wide
 default's (DYNAMIC_DEFAULT_BROKER_CONFIG, below this broker's own); any other name is
 INVALID_REQUEST, as Kafka answers for a broker that is not the one asked. A topic becomes
-``TopicAdmin.set_configs`` (stored in ``topics.json``, its logs reconfigured at once).
+``TopicAdmin.set_configs`` (stored in ``topics.json``, its logs reconfigured at once) or,
+in a ZooKeeper cluster, ``ZkTopicConfigs.set_configs`` (every broker's).
 AlterConfigs replaces the resource's whole set of run-time settings (for a broker: that
 level's only), as Kafka's does; IncrementalAlterConfigs changes only the keys it names.
 Refusals are ``ConfigChangeError`` with Kafka's error code. Also ``synonyms``, for
@@ -16,20 +17,32 @@ DescribeConfigs: every setting that could give a key its value, the one in force
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Protocol
 
-from ..apis.services import ConfigChangeError, TopicError, broker_name_problem
+from ..apis.services import ConfigChangeError, broker_name_problem
 from ..protocol.errors import ErrorCode
 from .config import BrokerConfig
 from .config_changes import ChangeRefused, Refusal, incremental, plan_broker_change
 from .config_keys import BROKER_CONFIG_DEF, BROKER_SYNONYMS
 from .config_names import listener_key
 from .configdef import ConfigSource, render
-from .topic_admin import TopicAdmin
 from .topic_config import TOPIC_BROKER_KEYS, TOPIC_CONFIG_DEF, effective_topic_config
 
 TOPIC, BROKER = 2, 4
 
 Operation = tuple[str, int, str | None]  # (key, IncrementalAlterConfigs operation, value)
+
+
+class TopicConfigs(Protocol):
+    """Where topic configs live: ``TopicAdmin`` (one broker) or ``ZkTopicConfigs``."""
+
+    def overrides(self, name: str) -> Mapping[str, str] | None: ...
+
+    async def current_overrides(self, name: str) -> Mapping[str, str]: ...
+
+    async def set_configs(
+        self, name: str, overrides: Mapping[str, str], *, validate_only: bool
+    ) -> None: ...
 
 
 def _error(exc: ChangeRefused) -> ConfigChangeError:
@@ -43,7 +56,7 @@ class ConfigAdmin:
         broker_id: int,
         config: Callable[[], BrokerConfig],
         update_config: Callable[[BrokerConfig, Mapping[str, str | None]], Awaitable[None]],
-        topics: TopicAdmin,
+        topics: TopicConfigs,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -56,12 +69,6 @@ class ConfigAdmin:
         if problem is not None:
             raise ConfigChangeError(ErrorCode.INVALID_REQUEST, problem)
         return name == ""
-
-    def _topic_overrides(self, name: str) -> Mapping[str, str]:
-        info = self.topics.catalog.get(name)
-        if info is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-        return info.configs
 
     async def _broker(
         self, settings: Mapping[str, str | None], validate_only: bool, cluster_default: bool
@@ -94,7 +101,7 @@ class ConfigAdmin:
             dropped = {k: None for k in current if k not in configs}
             await self._broker({**dropped, **configs}, validate_only, level)
         elif resource_type == TOPIC:
-            self._topic_overrides(name)
+            await self.topics.current_overrides(name)  # the topic exists
             clean = {k: v for k, v in configs.items() if v is not None}
             await self._topic(name, clean, validate_only)
         else:
@@ -121,7 +128,7 @@ class ConfigAdmin:
                 )
                 await self._broker(changes, validate_only, level)
             elif resource_type == TOPIC:
-                current = self._topic_overrides(name)
+                current = await self.topics.current_overrides(name)
                 effective = {
                     n: e.text for n, e in effective_topic_config(self.config(), current).items()
                 }
@@ -147,11 +154,11 @@ class ConfigAdmin:
         leaves out this broker's own changes, as Kafka's does."""
         out: list[tuple[str, str | None, int]] = []
         if resource_type == TOPIC:
-            info = self.topics.catalog.get(resource_name)
+            overrides = self.topics.overrides(resource_name) or {}
             topic_key = TOPIC_CONFIG_DEF.get(name)
-            if info is not None and name in info.configs:
+            if name in overrides:
                 hidden = topic_key is not None and topic_key.sensitive
-                value = None if hidden else info.configs[name]
+                value = None if hidden else overrides[name]
                 out.append((name, value, int(ConfigSource.TOPIC_CONFIG)))
             broker_name = TOPIC_BROKER_KEYS.get(name)
             if broker_name is None:

@@ -63,12 +63,29 @@ class TopicAdmin:
         self.on_deleted: list[Callable[[TopicInfo], None]] = []
         # A new topic's config when a controller makes this broker a replica of it.
         self.remote_configs: Callable[[str], Awaitable[dict[str, str]]] = _no_configs
+        # Topics' config overrides as the cluster has them (ZooKeeper's, in a cluster):
+        # for the topics this broker holds no partition of.
+        self.remote_topic_configs: Mapping[str, Mapping[str, str]] = {}
 
     def topic(self, name: str) -> TopicInfo | None:
         info = self.catalog.get(name)
         if info is not None:
             return self._cluster_view(info)
         return self._cached_topic(name)
+
+    def overrides(self, name: str) -> Mapping[str, str] | None:
+        """The topic's config overrides (None: no such topic here)."""
+        info = self.catalog.get(name)
+        if info is not None:
+            return info.configs
+        return self.remote_topic_configs.get(name)
+
+    async def current_overrides(self, name: str) -> Mapping[str, str]:
+        """The overrides a change starts from (UNKNOWN_TOPIC_OR_PARTITION: no such topic)."""
+        info = self.catalog.get(name)
+        if info is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        return info.configs
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         info = self.catalog.get_by_id(topic_id)
@@ -106,7 +123,8 @@ class TopicAdmin:
         if not parts:
             return None
         topic_id = cache.topic_ids.get(name, ZERO_UUID)
-        return TopicInfo(name, topic_id, tuple(parts[i] for i in sorted(parts)))
+        configs = dict(self.remote_topic_configs.get(name, {}))
+        return TopicInfo(name, topic_id, tuple(parts[i] for i in sorted(parts)), configs=configs)
 
     async def create_topic(
         self,

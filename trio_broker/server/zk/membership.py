@@ -13,6 +13,8 @@ life cycle:
 - ``stop`` and ``close`` (after the listeners have stopped): ends the session, so the registration
   (and the controllership) goes at once rather than after the session timeout.
 
+``watchers`` run beside the registration (the broker's ``ZkTopicConfigs``).
+
 ``requests`` serves what the controller answers (ControlledShutdown, ElectLeaders) and,
 while this broker leads, runs the periodic leader balance.
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -70,6 +72,9 @@ class ZkMembership:
         )
         self.requests = ControllerRequests(self.controller, tuple, balance)
         self._nursery: trio.Nursery | None = None
+        # Watchers of ZooKeeper the broker adds (the topic configs'), run beside the
+        # registration until ``stop``.
+        self.watchers: list[Callable[[], Awaitable[None]]] = []
         self._leading = trio.CancelScope()
         self._running = trio.CancelScope()
 
@@ -94,6 +99,8 @@ class ZkMembership:
                     self.coordinator.run, register_timeout_s=self.register_timeout_s
                 )
                 await nursery.start(run)
+                for watch in self.watchers:
+                    nursery.start_soon(watch)
                 task_status.started()
 
     def stop(self) -> None:

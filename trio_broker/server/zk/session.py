@@ -171,6 +171,11 @@ class ZkSession:
         stat = await self._call(self._client.exists, path)
         return int(stat.ephemeralOwner) if stat is not None and stat.ephemeralOwner else None
 
+    async def created_ms(self, path: str) -> int | None:
+        """When the node was created (ZooKeeper's ctime, ms), or None if there is none."""
+        stat = await self._call(self._client.exists, path)
+        return int(stat.ctime) if stat is not None else None
+
     async def children(self, path: str) -> list[str]:
         try:
             return list(await self._call(self._client.get_children, path))

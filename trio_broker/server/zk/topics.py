@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import trio
 from kazoo.exceptions import BadVersionError, NoNodeError
@@ -57,6 +57,8 @@ class ZkTopics:
         self.local = local
         self.control = control
         local.remote_configs = self.configs_of
+        # Tells every broker a topic's config node changed (``ZkTopicConfigs.announce``).
+        self.announce: Callable[[str], Awaitable[None]] | None = None
 
     async def configs_of(self, name: str) -> dict[str, str]:
         found = await self.session.get(layout.topic_config_path(name))
@@ -97,6 +99,8 @@ class ZkTopics:
         if not await self.session.create(layout.topic_path(name), data, makepath=True):
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         log.info("topic %s: %d partitions placed: %s", name, num_partitions, placement)
+        if self.announce is not None:
+            await self.announce(name)
         info = await self._propagated(name, present=True, partitions=num_partitions)
         if info is not None:
             return info
@@ -120,6 +124,8 @@ class ZkTopics:
         await self.session.delete(f"{layout.topic_path(name)}/partitions")
         await self.session.delete(layout.topic_path(name))
         await self.session.delete(layout.topic_config_path(name))
+        if self.announce is not None:
+            await self.announce(name)
         log.info("topic %s deleted from ZooKeeper", name)
         await self._propagated(name, present=False)
 
