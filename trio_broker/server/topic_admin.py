@@ -246,8 +246,10 @@ class TopicAdmin:
         log.info("topic %s configs now %s", name, clean)
 
     def _set_configs_blocking(self, info: TopicInfo) -> None:
-        self.catalog.replace(info)
+        # In force first, then described: DescribeConfigs never shows a change that its
+        # logs do not follow yet.
         self.replica_manager.reconfigure(info)  # may wait behind a partition's fsync
+        self.catalog.replace(info)
 
     def _grow_topic_blocking(self, info: TopicInfo, count: int) -> None:
         grown = self.catalog.with_partitions(info, count)

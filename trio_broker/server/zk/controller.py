@@ -114,6 +114,10 @@ class ZkController:
         self._halted: dict[int, set[tuple[str, int]]] = {}  # replicas stopped for a shutdown
         self._poked = trio.Event()
         self.moves = Reassignments(session, self._write_state)
+        # Each topic as last read, with its data watch then: read again only once that
+        # watch fires, an ISR change names it or a write to it was refused (``_stale``).
+        self._read: dict[str, tuple[TopicView, trio.Event, Callable[[], Awaitable[None]]]] = {}
+        self._stale: set[str] = set()
 
     def submit_reassignment(self, order: ReassignOrder) -> None:
         """Have the next round begin (or cancel) the order's reassignments."""
@@ -146,6 +150,7 @@ class ZkController:
 
     async def _rounds(self, epoch: int) -> None:
         self.topics, self.live = {}, {}
+        self._read, self._stale = {}, set()
         self.moves.begin_term()
         # What each broker has yet to be told (kept across rounds until it has answered).
         untold: dict[int, set[tuple[str, int]]] = {}
@@ -164,8 +169,14 @@ class ZkController:
             changed: set[tuple[str, int]] = set()
             refused = False  # a state write lost to a leader's ISR change: read again
             assignments_changed: list[Callable[[], Awaitable[None]]] = []
+            for note in notes:  # the partitions whose state a leader changed
+                found = await self.session.get(f"{layout.ISR_CHANGE_NOTIFICATION}/{note}")
+                if found is not None:
+                    self._stale.update(t for t, _ in layout.isr_change_of(found[0]))
+            for name in [n for n in self._read if n not in names]:
+                del self._read[name]
             for name in names:
-                view, assignment_changed = await self._load_topic(name)
+                view, assignment_changed = await self._topic(name)
                 if view is None:
                     continue  # deleted meanwhile: the next round sees it gone
                 assignments_changed.append(assignment_changed)
@@ -182,7 +193,7 @@ class ZkController:
             eligible = elections.eligible_brokers(live, self.shutting_down)
             refused |= not await self.moves.carry_out(topics, live)
             refused |= not await self.moves.advance(topics, eligible, epoch, changed)
-            for note in notes:  # every state node was read again just now
+            for note in notes:  # the states they name were read again just now
                 await self.session.delete(f"{layout.ISR_CHANGE_NOTIFICATION}/{note}")
             gone = {n: v for n, v in self.topics.items() if n not in topics}
             self.topics, self.live = topics, live
@@ -330,6 +341,23 @@ class ZkController:
                 live[int(name)] = layout.Registration.decode(int(name), found[0])
         return live
 
+    async def _topic(self, name: str) -> tuple[TopicView | None, Callable[[], Awaitable[None]]]:
+        """The topic as last read if nothing can have changed it since (the controller's
+        own writes keep the view current), else as ZooKeeper has it now."""
+        path = layout.topic_path(name)
+        known = self._read.get(name)
+        fresh_enough = known is not None and name not in self._stale
+        if known is not None and fresh_enough and self.session.data_watch(path) is known[1]:
+            return known[0], known[2]
+        self._stale.discard(name)
+        fresh, changed = await self._load_topic(name)
+        watch = self.session.data_watch(path)
+        if fresh is not None and watch is not None:
+            self._read[name] = (fresh, watch, changed)
+        else:
+            self._read.pop(name, None)
+        return fresh, changed
+
     async def _load_topic(
         self, name: str
     ) -> tuple[TopicView | None, Callable[[], Awaitable[None]]]:
@@ -362,6 +390,7 @@ class ZkController:
                 )
             except BadVersionError:
                 log.info("%s changed meanwhile: read again in the next round", path)
+                self._stale.add(name)
                 return False
         elif await self.session.create(path, new.encode(), makepath=True):
             view.versions[partition] = 0

@@ -206,3 +206,8 @@ def isr_change_data(partitions: Sequence[tuple[str, int]]) -> bytes:
     return json.dumps(
         {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
     ).encode()
+
+
+def isr_change_of(data: bytes) -> list[tuple[str, int]]:
+    """The partitions an ISR change notification names."""
+    return [(str(e["topic"]), int(e["partition"])) for e in json.loads(data)["partitions"]]

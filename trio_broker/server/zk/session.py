@@ -221,6 +221,11 @@ class ZkSession:
         armed = fired
         return (bytes(data), int(stat.version)), lambda: self._until(armed, session)
 
+    def data_watch(self, path: str) -> trio.Event | None:
+        """The data watch ``watch_data`` set on ``path`` while it has not fired (None
+        after it has, or after the session's state changed)."""
+        return self._data_watches.get(path)
+
     def _watch(
         self, path: str | None = None
     ) -> tuple[trio.Event, trio.Event, Callable[[Any], None]]:
