@@ -98,3 +98,15 @@ def test_soak(tmp_path: Path) -> None:
     events = results["events"]
     assert events["resize"] >= 4 and events["quota_change"] >= 3
     assert events["member_replaced"] >= 2 and events["churn_connections"] >= 100
+
+
+def test_reassignment(tmp_path: Path) -> None:
+    # A real ZooKeeper (Debian's, as tests/control) and three broker processes.
+    doc = _run(
+        "reassignment.py",
+        *("--mb", "2", "--rate", "200", "--after-seconds", "0.5"),
+        tmp_path=tmp_path,
+    )
+    result = doc["results"]
+    assert result["reader"]["acknowledged"] > 1900
+    assert result["reader"]["missing"] == 0 == result["moved"]["missing"]
