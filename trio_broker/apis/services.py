@@ -451,6 +451,11 @@ class BrokerView(Protocol):
         of ``partitions`` or all); NOT_CONTROLLER on other brokers."""
         ...
 
+    async def side_by_side(self, jobs: Sequence[Callable[[], Awaitable[None]]]) -> None:
+        """Run ``jobs`` concurrently; return once all have ended (CreateTopics' topics,
+        whose waits for the controller overlap)."""
+        ...
+
     # -- waiting without holding a handler
 
     def defer(

@@ -15,10 +15,9 @@ so an unauthorized client learns nothing of the topic).
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
-
-import trio
 
 from ..protocol.api import ApiKey, spec_for
 from ..protocol.errors import ErrorCode
@@ -59,9 +58,9 @@ async def create_topics(ctx: RequestContext, req: Any) -> Any:
     # Side by side: in a ZooKeeper cluster each waits for the controller to place it and
     # for this broker's metadata to show it, and those waits overlap, as Kafka's one
     # delayed operation for the whole request does.
-    async with trio.open_nursery() as nursery:
-        for t, result in todo:
-            nursery.start_soon(_create_one, broker, req.validate_only, t, result)
+    await broker.side_by_side(
+        [functools.partial(_create_one, broker, req.validate_only, t, r) for t, r in todo]
+    )
     return CreateTopicsResponse(throttle_time_ms=ctx.throttle_time_ms, topics=results)
 
 

@@ -70,7 +70,7 @@ from .replica_manager import ReplicaManager
 from .request_handler import RequestHandler
 from .scram_store import ScramStore
 from .throttling import Throttler
-from .topic_admin import TopicAdmin
+from .topic_admin import TopicAdmin, side_by_side
 from .topic_config import config_doc, config_type_name, effective_topic_config
 from .topics import TopicCatalog
 from .zk.controller_requests import ControllerRequests
@@ -330,6 +330,7 @@ class Broker:
         self.alter_reassignments = requests.alter_reassignments
         self.list_reassignments = requests.list_reassignments
         self.config_type_name, self.config_doc = config_type_name, config_doc
+        self.side_by_side = side_by_side
 
     def _forget_topic(self, info: TopicInfo) -> None:
         """What a deleted topic leaves outside its logs: parked fetches are answered, its

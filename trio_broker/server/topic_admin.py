@@ -280,3 +280,10 @@ class TopicAdmin:
                 self.replica_manager.create_logs(new, only=index)  # the one it holds
 
             await trio.to_thread.run_sync(make)
+
+
+async def side_by_side(jobs: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    """Run ``jobs`` concurrently in one nursery (the APIs do not import Trio)."""
+    async with trio.open_nursery() as nursery:
+        for job in jobs:
+            nursery.start_soon(job)
