@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import trio
 
@@ -40,6 +40,7 @@ log = logging.getLogger("trio_broker.server")
 CONFIG_CHANGES = "/config/changes"
 CHANGE_PREFIX = f"{CONFIG_CHANGES}/config_change_"
 EXPIRY_MS = 15 * 60 * 1000
+RETRY_S = 1.0
 
 
 def _sequence(child: str) -> int:
@@ -110,31 +111,38 @@ class ZkTopicConfigs:
     # ------------------------------------------------------------ watching
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Follow the announcements until cancelled."""
+        """Follow the announcements until cancelled. A ZooKeeper call that fails (the
+        session suspended or lost) is tried again a second later, everything read again
+        then; it never ends the broker."""
+        task_status.started()
+        while True:
+            try:
+                changed = await self._follow_changes()
+            except Exception as exc:  # ZooKeeper unreachable, the session lost, a bad node
+                log.warning("topic config changes not followed (retrying): %r", exc)
+                self._session_id = None  # read everything again then
+                await trio.sleep(RETRY_S)
+                continue
+            await changed()
+
+    async def _follow_changes(self) -> Callable[[], Awaitable[None]]:
+        """Take in the announcements not seen yet; a function that returns once more come
+        (or the session's state changes)."""
         await self.session.ensure_path(CONFIG_CHANGES)
         await self.session.ensure_path(layout.CONFIG_TOPICS)
-        started = False
-        while True:
-            kids, changed = await self.session.watch_children(CONFIG_CHANGES)
-            changes = sorted((_sequence(k), k) for k in kids if k.startswith("config_change_"))
-            try:
-                if self.session.session_id != self._session_id:
-                    self._session_id = self.session.session_id
-                    await self._read_all()
-                    self._last_seen = max((s for s, _ in changes), default=-1)
-                else:
-                    for seq, child in changes:
-                        if seq > self._last_seen:
-                            await self._follow(f"{CONFIG_CHANGES}/{child}")
-                            self._last_seen = seq
-                await self._expire(changes)
-            except Exception:  # ZooKeeper unreachable or a bad node: the next wake-up retries
-                log.exception("topic config changes not followed")
-                self._session_id = None  # read everything again then
-            if not started:
-                task_status.started()
-                started = True
-            await changed()
+        kids, changed = await self.session.watch_children(CONFIG_CHANGES)
+        changes = sorted((_sequence(k), k) for k in kids if k.startswith("config_change_"))
+        if self.session.session_id != self._session_id:
+            self._session_id = self.session.session_id
+            await self._read_all()
+            self._last_seen = max((s for s, _ in changes), default=-1)
+        else:
+            for seq, child in changes:
+                if seq > self._last_seen:
+                    await self._follow(f"{CONFIG_CHANGES}/{child}")
+                    self._last_seen = seq
+        await self._expire(changes)
+        return changed
 
     async def _read_all(self) -> None:
         names = await self.session.children(layout.CONFIG_TOPICS)
