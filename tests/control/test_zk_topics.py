@@ -25,6 +25,7 @@ from kazoo.client import KazooClient
 
 from trio_broker.protocol.messages.configs import DescribeConfigsRequest
 
+from ..support.brokers import BrokerProcess
 from ..support.wire import WireClient
 from .test_replication import bootstrap, consume_all, partition_state, stop_all
 from .test_zookeeper_cluster import broker, metadata, until
@@ -42,13 +43,23 @@ def assignment(client: KazooClient, topic: str) -> dict[int, list[int]]:
     return {int(p): r for p, r in doc["partitions"].items()}
 
 
+def three_brokers(tmp_path: Path, connect: str) -> dict[int, BrokerProcess]:
+    """Brokers 0, 1 and 2 started, once broker 0's Metadata names all three."""
+    brokers = {i: broker(tmp_path, connect, i).start() for i in (0, 1, 2)}
+    try:
+        until("every broker named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1, 2])
+    except BaseException:
+        stop_all(brokers)
+        raise
+    return brokers
+
+
 def test_create_partitions_grows_an_rf2_topic_across_the_cluster(
     tmp_path: Path, zk: tuple[str, KazooClient]
 ) -> None:
     connect, client = zk
-    brokers = {i: broker(tmp_path, connect, i).start() for i in (0, 1, 2)}
+    brokers = three_brokers(tmp_path, connect)
     try:
-        until("every broker named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1, 2])
         admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
         admin.create_topics([NewTopic("grow", 2, 2)])["grow"].result(30)
         before = assignment(client, "grow")
@@ -163,9 +174,8 @@ def test_a_topic_config_change_asked_of_any_broker_is_in_force_on_its_leader(
     # compacted through a broker that holds none of it; its leader then refuses null
     # keys, and every broker describes the change.
     connect, client = zk
-    brokers = {i: broker(tmp_path, connect, i).start() for i in (0, 1, 2)}
+    brokers = three_brokers(tmp_path, connect)
     try:
-        until("every broker named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1, 2])
         admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
         made = NewTopic("conf", 1, replica_assignment=[[2]], config={"retention.ms": "3600000"})
         admin.create_topics([made])["conf"].result(30)
