@@ -33,11 +33,7 @@ import trio
 
 from ..apis.context import Deferred
 from ..apis.fetch_sessions import FetchSessionCache
-from ..apis.services import (
-    BrokerEndpoint,
-    Deferrable,
-    TopicInfo,
-)
+from ..apis.services import BrokerEndpoint, Deferrable, TopicInfo
 from ..apis.table import API_TABLE, SINGLE_BROKER_TABLE, ZOOKEEPER_ONLY, ApiTable
 from ..log.dir_lock import LogDirLock
 from ..network.socket_server import ListenerSpec, SocketServer
@@ -47,7 +43,7 @@ from .acl_store import AclStore, Authorization
 from .cluster_report import cluster_figures
 from .cluster_state import ClusterState
 from .config import BrokerConfig, ConfigError
-from .config_admin import ConfigAdmin
+from .config_admin import ConfigAdmin, UpdateConfig
 from .configdef import ConfigEntry
 from .connection_limits import CONNECTION_KEYS, connection_limits
 from .control_plane import ControlPlane
@@ -73,6 +69,8 @@ from .throttling import Throttler
 from .topic_admin import TopicAdmin, side_by_side
 from .topic_config import config_doc, config_type_name, effective_topic_config
 from .topics import TopicCatalog
+from .zk.broker_configs import ZkBrokerConfigs
+from .zk.config_changes import ZkConfigChanges
 from .zk.controller_requests import ControllerRequests
 from .zk.isr_writer import ZkIsrWriter
 from .zk.layout import Registration
@@ -272,6 +270,8 @@ class Broker:
             lambda: self.control.changed,
         )
         self.control.fetchers = self.fetchers
+        # A ZooKeeper cluster's changes go to ZooKeeper first (ZkBrokerConfigs).
+        self.update_config: UpdateConfig = self.keep_config
         self.config_admin = ConfigAdmin(
             self.broker_id, lambda: self.config, self.update_config, self.topic_admin
         )
@@ -290,9 +290,12 @@ class Broker:
             self.cluster.authoritative = True
             self.cluster.fenced = lambda: self.zk is not None and self.zk.coordinator.fenced
             zk_topics = ZkTopics(self.zk.session, topics, self.control)
-            self.config_admin.topics = zk_configs = ZkTopicConfigs(self.zk.session, topics)
-            self.zk.watchers.append(zk_configs.run)
-            zk_topics.announce = zk_configs.announce
+            changes = ZkConfigChanges(self.zk.session)
+            self.zk.watchers.append(changes.run)
+            zk_configs = ZkTopicConfigs(self.zk.session, topics, changes)
+            self.config_admin.topics, zk_topics.announce = zk_configs, zk_configs.announce
+            zk_brokers = ZkBrokerConfigs(self.zk.session, changes, self)
+            self.update_config = self.config_admin.update_config = zk_brokers.update_config
             self.create_topic = zk_topics.create_topic
             self.delete_topic = zk_topics.delete_topic
             self.create_partitions = zk_topics.create_partitions
@@ -464,10 +467,10 @@ class Broker:
 
     # ------------------------------------------------------- run-time config
 
-    async def update_config(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
+    async def keep_config(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
         """Make ``new`` (``with_updates`` of the running config, so already validated) the
         running config: first stored in the data dir (so it survives a restart), then
-        applied (see ``apply_config``)."""
+        applied (see ``apply_config``). ``update_config`` is this on one broker."""
         await trio.to_thread.run_sync(self.dynamic_store.save, new.dynamic_raw, new.default_raw)
         self.apply_config(new, changed)
 

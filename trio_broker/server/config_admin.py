@@ -2,7 +2,8 @@
 
 Owns: ``ConfigAdmin``, which turns a resource's requested changes into the one change path
 (``server.config_changes``): a broker resource becomes ``Broker.update_config`` (stored in
-the data dir, in force at once, as ``PUT /v1/config``) at one of Kafka's two levels: this
+the data dir, in force at once, as ``PUT /v1/config``; in a ZooKeeper cluster written to
+ZooKeeper first, ``ZkBrokerConfigs``) at one of Kafka's two levels: this
 broker's id names its own settings (DYNAMIC_BROKER_CONFIG), ``""`` the cluster-wide
 default's (DYNAMIC_DEFAULT_BROKER_CONFIG, below this broker's own); any other name is
 INVALID_REQUEST, as Kafka answers for a broker that is not the one asked. A topic becomes
@@ -31,6 +32,8 @@ from .topic_config import TOPIC_BROKER_KEYS, TOPIC_CONFIG_DEF, effective_topic_c
 TOPIC, BROKER = 2, 4
 
 Operation = tuple[str, int, str | None]  # (key, IncrementalAlterConfigs operation, value)
+# Makes a new config (``with_updates`` of the running one) the broker's; the keys changed.
+UpdateConfig = Callable[[BrokerConfig, Mapping[str, str | None]], Awaitable[None]]
 
 
 class TopicConfigs(Protocol):
@@ -55,7 +58,7 @@ class ConfigAdmin:
         self,
         broker_id: int,
         config: Callable[[], BrokerConfig],
-        update_config: Callable[[BrokerConfig, Mapping[str, str | None]], Awaitable[None]],
+        update_config: UpdateConfig,
         topics: TopicConfigs,
     ) -> None:
         self.broker_id = broker_id

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
+DEFAULT_BROKER = "<default>"  # the cluster-wide default's node under CONFIG_BROKERS
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
@@ -109,6 +111,11 @@ def topic_config_path(name: str) -> str:
     return f"{CONFIG_TOPICS}/{name}"
 
 
+def broker_config_path(entity: str) -> str:
+    """A broker id's own dynamic configs, or the cluster default's (``DEFAULT_BROKER``)."""
+    return f"{CONFIG_BROKERS}/{entity}"
+
+
 def kafka_uuid(value: uuid.UUID) -> str:
     """Kafka's text form of a Uuid: URL-safe base64 of the 16 bytes, no padding."""
     return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
@@ -161,11 +168,12 @@ def reassignment_of(data: bytes) -> tuple[dict[int, list[int]], dict[int, list[i
     return lists("adding_replicas"), lists("removing_replicas")
 
 
-def topic_config_data(configs: Mapping[str, str]) -> bytes:
+def config_data(configs: Mapping[str, str]) -> bytes:
+    """A config node's data (a topic's or a broker's), as Kafka writes it."""
     return json.dumps({"version": 1, "config": dict(configs)}).encode()
 
 
-def topic_config_of(data: bytes) -> dict[str, str]:
+def config_of(data: bytes) -> dict[str, str]:
     return {str(k): str(v) for k, v in json.loads(data).get("config", {}).items()}
 
 

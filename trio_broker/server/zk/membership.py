@@ -13,7 +13,7 @@ life cycle:
 - ``stop`` and ``close`` (after the listeners have stopped): ends the session, so the registration
   (and the controllership) goes at once rather than after the session timeout.
 
-``watchers`` run beside the registration (the broker's ``ZkTopicConfigs``).
+``watchers`` run beside the registration (the broker's ``ZkConfigChanges``).
 
 ``requests`` serves what the controller answers (ControlledShutdown, ElectLeaders) and,
 while this broker leads, runs the periodic leader balance.

@@ -6,14 +6,11 @@ broker's ``AdminZkClient.changeTopicConfig`` and ``ZkConfigManager`` do:
 
 - a change (on whichever broker a client asks) is checked as on one broker, written to
   ``/config/topics/<t>`` (Kafka's ``{"version": 1, "config": {...}}``), and announced
-  with a sequential ``/config/changes/config_change_`` node naming ``topics/<t>``;
-- every broker watches ``/config/changes``: for each announcement after the last it has
-  seen, it reads that topic's config again, keeps it (``configs``: what DescribeConfigs
-  answers for a topic this broker holds no partition of) and, for a topic it holds,
-  puts it in force in its logs at once (``TopicAdmin.set_configs``);
-- at start and after a new ZooKeeper session (announcements may have come and gone
-  meanwhile) it reads every topic's config again;
-- announcements older than 15 minutes are deleted (Kafka's change expiration).
+  as ``topics/<t>`` (``ZkConfigChanges``);
+- every broker follows the announcements: it reads that topic's config again, keeps it
+  (``configs``: what DescribeConfigs answers for a topic this broker holds no partition
+  of) and, for a topic it holds, puts it in force in its logs at once
+  (``TopicAdmin.set_configs``); at start and after a new session it reads them all.
 
 Topic creation and deletion announce too, so that every broker's view of the configs
 follows (a Kafka broker reads them when it needs them).
@@ -21,40 +18,30 @@ follows (a Kafka broker reads them when it needs them).
 
 from __future__ import annotations
 
-import json
 import logging
-import time
-from collections.abc import Awaitable, Callable, Mapping
-
-import trio
+from collections.abc import Mapping
 
 from ...apis.services import TopicError
 from ...protocol.errors import ErrorCode
 from ..config_changes import plan_topic_change
 from ..topic_admin import TopicAdmin
 from . import layout
+from .config_changes import ZkConfigChanges
 from .session import ZkSession
 
 log = logging.getLogger("trio_broker.server")
 
-CONFIG_CHANGES = "/config/changes"
-CHANGE_PREFIX = f"{CONFIG_CHANGES}/config_change_"
-EXPIRY_MS = 15 * 60 * 1000
-RETRY_S = 1.0
-
-
-def _sequence(child: str) -> int:
-    return int(child.rsplit("_", 1)[1])
-
 
 class ZkTopicConfigs:
-    def __init__(self, session: ZkSession, local: TopicAdmin) -> None:
+    kind = "topics"
+
+    def __init__(self, session: ZkSession, local: TopicAdmin, changes: ZkConfigChanges) -> None:
         self.session = session
         self.local = local
+        self.changes = changes
         self.configs: dict[str, dict[str, str]] = {}  # every topic's, as last read
         local.remote_topic_configs = self.configs
-        self._last_seen = -1
-        self._session_id: int | None = None
+        changes.follow(self)
 
     # ------------------------------------------------------------- changes
 
@@ -64,7 +51,7 @@ class ZkTopicConfigs:
         if await self.session.get(layout.topic_path(name)) is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
         found = await self.session.get(layout.topic_config_path(name))
-        return layout.topic_config_of(found[0]) if found is not None else {}
+        return layout.config_of(found[0]) if found is not None else {}
 
     def overrides(self, name: str) -> Mapping[str, str] | None:
         """What this broker knows of the topic's overrides (for DescribeConfigs)."""
@@ -83,7 +70,7 @@ class ZkTopicConfigs:
         if validate_only:
             return
         path = layout.topic_config_path(name)
-        data = layout.topic_config_data(clean)
+        data = layout.config_data(clean)
         if not await self.session.create(path, data, makepath=True):
             await self.session.set(path, data, -1)  # the last writer wins, as Kafka's
         await self.announce(name)
@@ -92,8 +79,7 @@ class ZkTopicConfigs:
 
     async def announce(self, name: str) -> None:
         """Tell every broker that the topic's config node changed."""
-        change = json.dumps({"version": 2, "entity_path": f"topics/{name}"}).encode()
-        await self.session.create_sequential(CHANGE_PREFIX, change)
+        await self.changes.announce(self.kind, name)
 
     async def _apply(self, name: str, configs: dict[str, str] | None) -> None:
         if configs is None:
@@ -106,64 +92,17 @@ class ZkTopicConfigs:
 
     async def _read(self, name: str) -> dict[str, str] | None:
         found = await self.session.get(layout.topic_config_path(name))
-        return layout.topic_config_of(found[0]) if found is not None else None
+        return layout.config_of(found[0]) if found is not None else None
 
-    # ------------------------------------------------------------ watching
+    # ------------------------------------------------------------ following
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Follow the announcements until cancelled. A ZooKeeper call that fails (the
-        session suspended or lost) is tried again a second later, everything read again
-        then; it never ends the broker."""
-        task_status.started()
-        while True:
-            try:
-                changed = await self._follow_changes()
-            except Exception as exc:  # ZooKeeper unreachable, the session lost, a bad node
-                log.warning("topic config changes not followed (retrying): %r", exc)
-                self._session_id = None  # read everything again then
-                await trio.sleep(RETRY_S)
-                continue
-            await changed()
-
-    async def _follow_changes(self) -> Callable[[], Awaitable[None]]:
-        """Take in the announcements not seen yet; a function that returns once more come
-        (or the session's state changes)."""
-        await self.session.ensure_path(CONFIG_CHANGES)
+    async def read_all(self) -> None:
         await self.session.ensure_path(layout.CONFIG_TOPICS)
-        kids, changed = await self.session.watch_children(CONFIG_CHANGES)
-        changes = sorted((_sequence(k), k) for k in kids if k.startswith("config_change_"))
-        if self.session.session_id != self._session_id:
-            self._session_id = self.session.session_id
-            await self._read_all()
-            self._last_seen = max((s for s, _ in changes), default=-1)
-        else:
-            for seq, child in changes:
-                if seq > self._last_seen:
-                    await self._follow(f"{CONFIG_CHANGES}/{child}")
-                    self._last_seen = seq
-        await self._expire(changes)
-        return changed
-
-    async def _read_all(self) -> None:
         names = await self.session.children(layout.CONFIG_TOPICS)
         for name in [n for n in self.configs if n not in names]:
             del self.configs[name]
         for name in names:
             await self._apply(name, await self._read(name))
 
-    async def _follow(self, path: str) -> None:
-        found = await self.session.get(path)
-        if found is None:
-            return  # expired meanwhile (the next session's full read covers it)
-        entity = str(json.loads(found[0]).get("entity_path", ""))
-        kind, _, name = entity.partition("/")
-        if kind == "topics" and name:
-            await self._apply(name, await self._read(name))
-
-    async def _expire(self, changes: list[tuple[int, str]]) -> None:
-        now_ms = time.time() * 1000
-        for _, child in changes[:-1]:  # the newest stays: it holds the sequence
-            path = f"{CONFIG_CHANGES}/{child}"
-            created = await self.session.created_ms(path)
-            if created is not None and now_ms - created > EXPIRY_MS:
-                await self.session.delete(path)
+    async def changed(self, name: str) -> None:
+        await self._apply(name, await self._read(name))

@@ -62,7 +62,7 @@ class ZkTopics:
 
     async def configs_of(self, name: str) -> dict[str, str]:
         found = await self.session.get(layout.topic_config_path(name))
-        return layout.topic_config_of(found[0]) if found is not None else {}
+        return layout.config_of(found[0]) if found is not None else {}
 
     async def create_topic(
         self,
@@ -90,10 +90,10 @@ class ZkTopics:
         clean = {k: v for k, v in configs.items() if v is not None}
         await self.session.ensure_path(layout.CONFIG_TOPICS)
         config_path = layout.topic_config_path(name)
-        if not await self.session.create(config_path, layout.topic_config_data(clean)):
+        if not await self.session.create(config_path, layout.config_data(clean)):
             found = await self.session.get(config_path)  # left by an earlier topic
             await self.session.set(
-                config_path, layout.topic_config_data(clean), found[1] if found else -1
+                config_path, layout.config_data(clean), found[1] if found else -1
             )
         data = layout.assignment_data(topic_id, placement)
         if not await self.session.create(layout.topic_path(name), data, makepath=True):
