@@ -46,7 +46,9 @@ def one_of_everything(cls: type[Struct], version: int) -> Any:
 
 def error_codes(value: Any) -> list[int]:
     if isinstance(value, Struct):
-        found = [value.error_code] if hasattr(value, "error_code") else []
+        # AddPartitionsToTxn's results call theirs partition_error_code
+        names = ("error_code", "partition_error_code")
+        found = [getattr(value, n) for n in names if hasattr(value, n)]
         return found + [c for f in value.__fields__ for c in error_codes(getattr(value, f.name))]
     if isinstance(value, list):
         return [c for v in value for c in error_codes(v)]

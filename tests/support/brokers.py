@@ -120,6 +120,10 @@ class BrokerThread:
     def stop(self) -> None:
         self._running.stop()
 
+    def restart(self) -> None:
+        """Stop, then start again on the same data dir and the same ports."""
+        self._running.restart()
+
 
 class BrokerProcess:
     """``python -m trio_broker`` in a subprocess; its stderr is collected in ``log``.

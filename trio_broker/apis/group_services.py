@@ -175,6 +175,7 @@ class GroupCoordinatorView(Protocol):
         retention_time_ms: int,
         offsets: Sequence[OffsetCommitEntry],
         unknown_group_error: int = ErrorCode.ILLEGAL_GENERATION,
+        producer: tuple[int, int] | None = None,
     ) -> dict[TopicPartition, int]: ...
 
     def fetch_offsets(

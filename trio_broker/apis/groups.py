@@ -10,9 +10,10 @@ in (or, if the broker shuts down first, with NOT_COORDINATOR so the client looks
 
 FindCoordinator: a broker on its own coordinates every group; in a ZooKeeper cluster the
 leader of the group's partition of ``__consumer_offsets`` does
-(``locate_group_coordinator``). Transactions are not supported, so a TRANSACTION key is
-answered COORDINATOR_NOT_AVAILABLE with a message saying so (and the transaction APIs are
-absent from ApiVersions, which is what clients check first). A SHARE key (v6+, KIP-932)
+(``locate_group_coordinator``); a TRANSACTION key likewise names the transaction
+coordinator (``BrokerView.transactions``: the leader of the id's partition of
+``__transaction_state``), with DESCRIBE on the TRANSACTIONAL_ID (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED). A SHARE key (v6+, KIP-932)
 needs CLUSTER_ACTION on the cluster, as Kafka 3.9 asks, and is then
 COORDINATOR_NOT_AVAILABLE too: share groups are not served; before v6 it is
 INVALID_REQUEST.
@@ -47,6 +48,7 @@ from ..protocol.messages.groups import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from ..security.acl import ResourceType
 from .authz import (
     GROUP,
     NOT_REQUESTED_OPERATIONS,
@@ -69,7 +71,6 @@ KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 KEY_TYPE_SHARE = 2  # v6+ (KIP-932)
 NO_SHARE_GROUPS = "share groups are not supported by this broker"
-NO_TRANSACTIONS = "transactions are not supported by this broker"
 
 R = TypeVar("R")
 
@@ -109,10 +110,19 @@ async def find_coordinator(
         if key_type == KEY_TYPE_GROUP and not allowed(ctx, Op.DESCRIBE, GROUP, key):
             found.append((key, -1, "", -1, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
             continue
+        if key_type == KEY_TYPE_TRANSACTION and not allowed(
+            ctx, Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+        ):
+            denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            found.append((key, -1, "", -1, denied, None))
+            continue
         error: int = ErrorCode.COORDINATOR_NOT_AVAILABLE
         message: str | None
-        if key_type == KEY_TYPE_GROUP:
-            node, error, message = await ctx.broker.locate_group_coordinator(key)
+        if key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+            if key_type == KEY_TYPE_GROUP:
+                node, error, message = await ctx.broker.locate_group_coordinator(key)
+            else:
+                node, error, message = await ctx.broker.transactions.locate(key)
             endpoint = endpoints.get(node)
             if error == ErrorCode.NONE and endpoint is not None:
                 found.append((key, node, endpoint.host, endpoint.port, ErrorCode.NONE, None))
@@ -120,8 +130,6 @@ async def find_coordinator(
             if error == ErrorCode.NONE:
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
                 message = f"broker {node} has no {ctx.listener} listener"
-        elif key_type == KEY_TYPE_TRANSACTION:
-            message = NO_TRANSACTIONS
         elif key_type == KEY_TYPE_SHARE and v >= 6:
             message = NO_SHARE_GROUPS
             if not cluster_allowed(ctx, Op.CLUSTER_ACTION):

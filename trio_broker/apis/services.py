@@ -176,6 +176,45 @@ class ConfigEntryView(Protocol):
     def text(self) -> str | None: ...
 
 
+class TransactionsView(Protocol):
+    """The transaction coordinator, as the transaction APIs see it (``server.transactions``).
+    Every call answers Kafka's error code (0: done)."""
+
+    async def locate(self, transactional_id: str) -> tuple[int, int, str | None]:
+        """FindCoordinator for a transactional id: (broker id, error code, message)."""
+        ...
+
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None
+    ) -> tuple[int, int, int]:
+        """(error, producer id, epoch) for a transactional producer starting up."""
+        ...
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Sequence[tuple[str, int]],
+    ) -> int: ...
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Sequence[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]: ...
+
+    async def add_offsets(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str
+    ) -> int: ...
+
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    ) -> int: ...
+
+
 class BrokerView(Protocol):
     """Everything a handler may ask of the broker."""
 
@@ -305,6 +344,11 @@ class BrokerView(Protocol):
 
     async def locate_group_coordinator(self, group_id: str) -> tuple[int, int, str | None]:
         """FindCoordinator for a group: (broker id, error code, message)."""
+        ...
+
+    @property
+    def transactions(self) -> TransactionsView:
+        """The transaction coordinator."""
         ...
 
     def consumer_horizon(self, topic: str, partition: int) -> int | None:

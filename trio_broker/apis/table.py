@@ -37,6 +37,7 @@ from . import (
     sasl,
     scram_credentials,
     topics,
+    transactions,
 )
 from .context import RequestContext
 
@@ -105,7 +106,12 @@ API_TABLE = ApiTable(
         ApiEntry(messages.elections.ELECT_LEADERS, elections.elect_leaders),
         ApiEntry(messages.reassignments.ALTER_PARTITION_REASSIGNMENTS, reassignments.alter),
         ApiEntry(messages.reassignments.LIST_PARTITION_REASSIGNMENTS, reassignments.list_ongoing),
-        # group coordinator (transactions are not served, so not listed)
+        # transaction coordinator (InitProducerId above; TxnOffsetCommit: the groups')
+        ApiEntry(messages.transactions.ADD_PARTITIONS_TO_TXN, transactions.add_partitions_to_txn),
+        ApiEntry(messages.transactions.ADD_OFFSETS_TO_TXN, transactions.add_offsets_to_txn),
+        ApiEntry(messages.transactions.END_TXN, transactions.end_txn),
+        ApiEntry(messages.transactions.TXN_OFFSET_COMMIT, transactions.txn_offset_commit),
+        # group coordinator
         ApiEntry(messages.groups.FIND_COORDINATOR, groups.find_coordinator),
         ApiEntry(messages.groups.JOIN_GROUP, groups.join_group),
         ApiEntry(messages.groups.SYNC_GROUP, groups.sync_group),

@@ -40,6 +40,8 @@ _IDENTIFIERS: tuple[frozenset[str], ...] = (
     frozenset({"user", "name"}),
     frozenset({"member_id"}),
 )
+# AddPartitionsToTxn's results name theirs partition_error_code.
+_ERROR_CODES = frozenset({"error_code", "partition_error_code"})
 _STRING_KEYS = ("name", "topic", "group_id", "resource_name", "user", "key")
 _INT_KEYS = ("partition_index", "partition", "partition_id")
 
@@ -77,8 +79,8 @@ def _mirror(
         source = None
     src_fields = _fields(type(source), version) if isinstance(source, Struct) else []
     for f in fields:
-        if f.name == "error_code" and f.type == "int16":
-            out.error_code = code
+        if f.name in _ERROR_CODES and f.type == "int16":
+            setattr(out, f.name, code)
             errors += 1
         elif f.name == "error_message" and f.type == "string":
             out.error_message = message
@@ -105,7 +107,7 @@ def _mirror(
 
 def _holds_error(cls: type[Struct], version: int, depth: int = 0) -> bool:
     for f in _fields(cls, version):
-        if f.name == "error_code":
+        if f.name in _ERROR_CODES:
             return True
         t = f.type.item if isinstance(f.type, ArrayOf) else f.type
         if isinstance(t, type) and depth < 4 and _holds_error(t, version, depth + 1):

@@ -50,8 +50,9 @@ from .control_plane import ControlPlane
 from .delayed import DelayedResponse
 from .dynamic_config import DynamicConfigStore
 from .faults import FaultInjector
-from .group_locator import GroupLocator
+from .group_locator import CoordinatorLocator
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
+from .groups.storage import OFFSETS, OFFSETS_TOPIC, TXN_STATE_TOPIC
 from .handler_pool import HandlerPool
 from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
 from .listener_security import listener_security
@@ -69,15 +70,12 @@ from .throttling import Throttler
 from .topic_admin import TopicAdmin, side_by_side
 from .topic_config import config_doc, config_type_name, effective_topic_config
 from .topics import TopicCatalog
-from .zk.broker_configs import ZkBrokerConfigs
-from .zk.config_changes import ZkConfigChanges
+from .transactions.service import TransactionService
 from .zk.controller_requests import ControllerRequests
-from .zk.isr_writer import ZkIsrWriter
 from .zk.layout import Registration
 from .zk.membership import ZkMembership
 from .zk.producer_ids import claim_block
-from .zk.topic_configs import ZkTopicConfigs
-from .zk.topics import ZkTopics
+from .zk.wiring import join_cluster
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).
 AdminServer = Callable[["Broker"], AbstractAsyncContextManager[str | None]]
@@ -287,24 +285,21 @@ class Broker:
         self.delete_topic = topics.delete_topic
         self.create_partitions = topics.create_partitions
         if self.zk is not None:  # topics are the controller's to place, through ZooKeeper
-            self.cluster.authoritative = True
-            self.cluster.fenced = lambda: self.zk is not None and self.zk.coordinator.fenced
-            zk_topics = ZkTopics(self.zk.session, topics, self.control)
-            changes = ZkConfigChanges(self.zk.session)
-            self.zk.watchers.append(changes.run)
-            zk_configs = ZkTopicConfigs(self.zk.session, topics, changes)
-            self.config_admin.topics, zk_topics.announce = zk_configs, zk_configs.announce
-            zk_brokers = ZkBrokerConfigs(self.zk.session, changes, self)
-            self.update_config = self.config_admin.update_config = zk_brokers.update_config
-            self.create_topic = zk_topics.create_topic
-            self.delete_topic = zk_topics.delete_topic
-            self.create_partitions = zk_topics.create_partitions
-            epoch = lambda: self.cluster.controller_epoch  # noqa: E731
-            isr = ZkIsrWriter(self.zk.session, self.broker_id, epoch)
-            self.replica_manager.replication.isr_writer = isr
-        self.control.offsets_role = self.group_coordinator.role_changed
+            join_cluster(self)
         zk_create = self.create_topic if self.zk is not None else None
-        self.locate_group_coordinator = GroupLocator(self, zk_create).locate
+        groups = CoordinatorLocator(self, zk_create, OFFSETS, self.group_coordinator)
+        self.locate_group_coordinator = groups.locate
+        self.transactions = TransactionService(
+            self,
+            lambda markers: self.write_txn_markers(markers),
+            create_topic=zk_create,
+            offsets_partition=self.group_coordinator.partition_for,
+            new_producer_id=self.new_producer_id,
+        )
+        self.control.roles = {
+            OFFSETS_TOPIC: self.group_coordinator.role_changed,
+            TXN_STATE_TOPIC: self.transactions.coordinator.role_changed,
+        }
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
         self.authorize = access.authorize
@@ -388,6 +383,7 @@ class Broker:
             await services.start(self.control.run_replication, replication)
             services.start_soon(self.metrics.run)  # samples pool busy times
             await services.start(self.group_coordinator.run)  # replays __consumer_offsets
+            await services.start(self.transactions.run)  # replays __transaction_state
             async with trio.open_nursery() as handlers:
                 await handlers.start(self.data_pool.run)
                 if self.control_pool is not None:
@@ -410,6 +406,7 @@ class Broker:
             for purgatory in self.purgatories.values():
                 purgatory.stop()
             self.group_coordinator.stop()
+            self.transactions.stop()
             maintenance.cancel()
             replication.cancel()
             if self.zk is not None:

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from .config_keys_cleaner import CLEANER_KEYS
 from .config_keys_replication import REPLICATION_KEYS
 from .config_keys_security import SECURITY_KEYS
+from .config_keys_transactions import TRANSACTION_KEYS
 from .config_syntax import (
     BOOL,
     CLEANUP_POLICIES,
@@ -506,13 +507,7 @@ _KEYS = [
         POSITIVE,
     ),
     define("group.max.size", INT, INT_MAX, "Most members in one group.", POSITIVE),
-    define(
-        "transactional.id.expiration.ms",
-        INT,
-        604800000,
-        "Idle time after which a transactional id is forgotten.",
-        POSITIVE,
-    ),
+    *TRANSACTION_KEYS,
     define(
         "producer.id.expiration.ms",
         INT,

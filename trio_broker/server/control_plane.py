@@ -20,7 +20,6 @@ import trio
 from ..apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
 from ..protocol.errors import ErrorCode
 from .cluster_state import ClusterState
-from .groups.storage import OFFSETS_TOPIC
 from .purgatory import Purgatory
 from .replica_fetcher import ReplicaFetchers
 from .replica_manager import ReplicaManager
@@ -43,9 +42,11 @@ class ControlPlane:
         self.fetch_purgatory = fetch_purgatory
         self.replication = replica_manager.replication
         self.fetchers: ReplicaFetchers | None = None  # set by the broker
-        # Told when this broker comes to lead, or stops leading, a partition of the
-        # offsets topic (the group coordinator, in a ZooKeeper cluster).
-        self.offsets_role: Callable[[int, bool], None] | None = None
+        # Told when this broker comes to lead, or stops leading, a partition of a
+        # coordinator's topic (partition, leads, leader epoch), in a ZooKeeper cluster:
+        # the group coordinator's __consumer_offsets, the transaction coordinator's
+        # __transaction_state.
+        self.roles: dict[str, Callable[[int, bool, int], None]] = {}
         # Set (and replaced) after every applied control request: for waiters on the view.
         self.changed = trio.Event()
 
@@ -88,8 +89,9 @@ class ControlPlane:
         plog = self.replica_manager.partition(a.topic, a.partition)
         if plog is None:
             return
-        if a.topic == OFFSETS_TOPIC and self.offsets_role is not None:
-            self.offsets_role(a.partition, a.leader == self.broker_id)
+        role = self.roles.get(a.topic)
+        if role is not None:
+            role(a.partition, a.leader == self.broker_id, a.leader_epoch)
         plog.replicated = len(a.replicas) > 1
         fetchers = self.fetchers
         if a.leader == self.broker_id:
@@ -122,8 +124,9 @@ class ControlPlane:
             self.replication.resign(topic, index)
             if self.fetchers is not None:
                 self.fetchers.unfollow(topic, index)
-            if topic == OFFSETS_TOPIC and self.offsets_role is not None:
-                self.offsets_role(index, False)
+            role = self.roles.get(topic)
+            if role is not None:
+                role(index, False, -1)
             if delete and self.replica_manager.partition(topic, index) is not None:
                 await trio.to_thread.run_sync(
                     self.replica_manager.delete_partition_log, topic, index

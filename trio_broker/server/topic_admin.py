@@ -25,6 +25,7 @@ from ..protocol.schema import ZERO_UUID
 from .cluster_state import ClusterState
 from .config import BrokerConfig, ConfigError
 from .config_changes import plan_topic_change
+from .groups.storage import INTERNAL_TOPICS
 from .replica_manager import ReplicaManager
 from .topic_config import validate_topic_configs
 from .topics import TopicCatalog
@@ -270,7 +271,7 @@ class TopicAdmin:
                         index + 1,
                         configs,
                         topic_id=topic_id if topic_id != ZERO_UUID else None,
-                        internal=topic == "__consumer_offsets",
+                        internal=topic in INTERNAL_TOPICS,
                     )
                 elif index >= len(info.partitions):
                     new = self.catalog.with_partitions(info, index + 1)

@@ -60,14 +60,23 @@ class MemoryTopic:
     def scan(self) -> Iterator[StoredRecord]:
         return iter(self.records())
 
-    async def append(self, partition: int, records: Sequence[Record]) -> int:
+    async def append(
+        self, partition: int, records: Sequence[Record], producer: tuple[int, int] | None = None
+    ) -> int:
         self.appends += 1
         if self.gate is not None:
             await self.gate.wait()
         await trio.sleep(0)
         if self.fail_with:
             return self.fail_with
-        self.batches[partition].append(build_batch(records))
+        if producer is None:
+            self.batches[partition].append(build_batch(records))
+        else:
+            pid, epoch = producer
+            batch = build_batch(
+                records, producer_id=pid, producer_epoch=epoch, is_transactional=True
+            )
+            self.batches[partition].append(batch)
         return 0
 
 

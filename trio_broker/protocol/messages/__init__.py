@@ -22,6 +22,7 @@ from . import (
     sasl,
     scram,
     topics,
+    transactions,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "sasl",
     "scram",
     "topics",
+    "transactions",
 ]

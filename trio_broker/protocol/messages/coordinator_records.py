@@ -68,7 +68,7 @@ Key = OffsetCommitKey | GroupMetadataKey
 Value = OffsetCommitValue | GroupMetadataValue
 
 
-def _encode(obj: Struct, version: int, flexible: bool) -> bytes:
+def encode_versioned(obj: Struct, version: int, flexible: bool) -> bytes:
     parts: list[Any] = [bytearray(_VERSION.pack(version))]
     codegen.encoder(type(obj), version, flexible)(obj, parts)
     return b"".join(bytes(p) for p in parts)
@@ -77,24 +77,24 @@ def _encode(obj: Struct, version: int, flexible: bool) -> bytes:
 def encode_key(key: Key, version: int | None = None) -> bytes:
     """The key with its version prefix (offset commits: 1, group metadata: 2)."""
     if isinstance(key, GroupMetadataKey):
-        return _encode(key, GROUP_METADATA_KEY_VERSION, False)
-    return _encode(key, 1 if version is None else version, False)
+        return encode_versioned(key, GROUP_METADATA_KEY_VERSION, False)
+    return encode_versioned(key, 1 if version is None else version, False)
 
 
 def encode_value(value: Value, version: int) -> bytes:
     if version not in VALUE_VERSIONS:
         raise ValueError(f"no value version {version}")
-    return _encode(value, version, version >= FIRST_FLEXIBLE_VALUE_VERSION)
+    return encode_versioned(value, version, version >= FIRST_FLEXIBLE_VALUE_VERSION)
 
 
-def _version_of(data: bytes, what: str) -> int:
+def version_of(data: bytes, what: str) -> int:
     if len(data) < 2:
         raise CorruptRequest(f"a {what} needs a 2-byte version, got {len(data)} bytes")
     (version,) = _VERSION.unpack_from(data, 0)
     return int(version)
 
 
-def _decode(cls: type[Struct], data: bytes, version: int, flexible: bool) -> Any:
+def decode_versioned(cls: type[Struct], data: bytes, version: int, flexible: bool) -> Any:
     obj, end = codegen.decoder(cls, version, flexible)(data, memoryview(data), 2)
     if end != len(data):
         raise CorruptRequest(f"{cls.__name__} v{version} has {len(data) - end} bytes left over")
@@ -104,18 +104,18 @@ def _decode(cls: type[Struct], data: bytes, version: int, flexible: bool) -> Any
 def decode_key(data: bytes) -> Key:
     """The key of a ``__consumer_offsets`` record. Raises ``CorruptRequest`` if it is not
     one (an unknown version included)."""
-    version = _version_of(data, "key")
+    version = version_of(data, "key")
     if version in OFFSET_COMMIT_KEY_VERSIONS:
-        return _decode(OffsetCommitKey, data, version, False)  # type: ignore[no-any-return]
+        return decode_versioned(OffsetCommitKey, data, version, False)  # type: ignore[no-any-return]
     if version == GROUP_METADATA_KEY_VERSION:
-        return _decode(GroupMetadataKey, data, version, False)  # type: ignore[no-any-return]
+        return decode_versioned(GroupMetadataKey, data, version, False)  # type: ignore[no-any-return]
     raise CorruptRequest(f"unknown __consumer_offsets key version {version}")
 
 
 def decode_value(key: Key, data: bytes) -> Value:
     """The value that goes with ``key`` (any version 0-4)."""
-    version = _version_of(data, "value")
+    version = version_of(data, "value")
     if version not in VALUE_VERSIONS:
         raise CorruptRequest(f"unknown __consumer_offsets value version {version}")
     cls = OffsetCommitValue if isinstance(key, OffsetCommitKey) else GroupMetadataValue
-    return _decode(cls, data, version, version >= FIRST_FLEXIBLE_VALUE_VERSION)  # type: ignore[no-any-return]
+    return decode_versioned(cls, data, version, version >= FIRST_FLEXIBLE_VALUE_VERSION)  # type: ignore[no-any-return]

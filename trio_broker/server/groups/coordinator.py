@@ -156,7 +156,7 @@ class GroupCoordinator:
     def _replay(records: Iterable[StoredRecord]) -> Replay:
         replay = Replay()
         for r in records:
-            replay.apply(r.key, r.value)
+            replay.apply(r.key, r.value, r.producer_id, r.transactional, r.commit)
         return replay
 
     def _install(self, replay: Replay) -> None:
@@ -186,7 +186,7 @@ class GroupCoordinator:
 
     # ===================================================== partition leadership
 
-    def role_changed(self, partition: int, leader: bool) -> None:
+    def role_changed(self, partition: int, leader: bool, leader_epoch: int = 0) -> None:
         """LeaderAndIsr or StopReplica for a partition of the offsets topic: begin
         loading it (in the coordinator's own task) or forget it."""
         if leader and self._nursery is not None:
@@ -293,7 +293,13 @@ class GroupCoordinator:
         retention_time_ms: int,
         offsets: Sequence[OffsetCommitEntry],
         unknown_group_error: int = ErrorCode.ILLEGAL_GENERATION,
+        producer: tuple[int, int] | None = None,
     ) -> dict[TopicPartition, int]:
+        """OffsetCommit, or with ``producer`` TxnOffsetCommit: the offsets are written in a
+        transactional batch of that producer's and count once its transaction commits
+        (``complete_txn``); one without a generation or member is taken whatever the
+        group's state, as Kafka's."""
+
         def every(code: int) -> dict[TopicPartition, int]:
             return {(e.topic, e.partition): code for e in offsets}
 
@@ -308,13 +314,21 @@ class GroupCoordinator:
             # offsets kept for a client that does not use group management
             group = Group(group_id, EMPTY, now)
             self.groups[group_id] = group
-        error = self._validate_commit(group, generation_id, member_id, group_instance_id)
-        if error:
-            return every(error)
+        unchecked = (
+            producer is not None
+            and generation_id < 0
+            and member_id == ""
+            and group_instance_id is None
+            and not group.is_dead
+        )
+        if not unchecked:
+            error = self._validate_commit(group, generation_id, member_id, group_instance_id)
+            if error:
+                return every(error)
         reply = OFFSET_COMMIT[group.state]
-        if not isinstance(reply, Reply):
+        if producer is None and not isinstance(reply, Reply):
             return every(reply)
-        if group.state is not EMPTY:
+        if group.state is not EMPTY and not unchecked:
             self.membership.touch(group, self._member_id(group, member_id, group_instance_id))
 
         results: dict[TopicPartition, int] = {}
@@ -341,13 +355,17 @@ class GroupCoordinator:
                 group.pending_commits[tp] -= 1
                 if group.pending_commits[tp] <= 0:
                     del group.pending_commits[tp]
-                if not code:
+                if code:
+                    continue
+                if producer is None:
                     group.offsets[tp] = om
+                else:  # counts once the transaction commits
+                    group.pending_txn.setdefault(producer[0], {})[tp] = om
             if code:
                 self.membership.forget_if_unused(group)
 
         records = [offset_commit_record(group_id, tp, om) for tp, om in accepted]
-        ack = self.writer.submit(self.partition_for(group_id), records, written)
+        ack = self.writer.submit(self.partition_for(group_id), records, written, producer)
         code = await ack.wait()
         for tp, _ in accepted:
             results[tp] = code
@@ -378,20 +396,36 @@ class GroupCoordinator:
     def fetch_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition] | None, require_stable: bool
     ) -> tuple[int, dict[TopicPartition, CommittedOffset]]:
-        """Committed offsets of ``partitions`` (all of the group's if None). No
-        transactions, so nothing is ever unstable (``require_stable`` changes nothing)."""
+        """Committed offsets of ``partitions`` (all of the group's if None). With
+        ``require_stable``, a partition with an offset committed in a transaction still
+        open is UNSTABLE_OFFSET_COMMIT (the client asks again)."""
         error = self._check(group_id, allow_empty=True)
         if error:
             return error, {}
         group = self.groups.get(group_id)
         stored = {} if group is None or group.is_dead else group.offsets
-        if partitions is None:
-            return ErrorCode.NONE, {tp: _committed(om) for tp, om in stored.items()}
+        unstable: set[TopicPartition] = set()
+        if require_stable and group is not None:
+            unstable = {tp for offsets in group.pending_txn.values() for tp in offsets}
+        wanted = stored.keys() if partitions is None else partitions
         out = {}
-        for tp in partitions:
+        for tp in wanted:
             om = stored.get(tp)
-            out[tp] = CommittedOffset() if om is None else _committed(om)
+            if tp in unstable:
+                out[tp] = CommittedOffset(error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            else:
+                out[tp] = CommittedOffset() if om is None else _committed(om)
         return ErrorCode.NONE, out
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker landed in ``partition`` of the offsets topic: the offsets
+        its producer committed in that transaction count (commit) or go (abort)."""
+        for group_id, group in self.groups.items():
+            if self.partition_for(group_id) != partition:
+                continue
+            offsets = group.pending_txn.pop(producer_id, None)
+            if offsets and commit:
+                group.offsets.update(offsets)
 
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]

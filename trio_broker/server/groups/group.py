@@ -61,6 +61,8 @@ class Group:
         self.join_phase: JoinPhase | None = None
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.pending_commits: Counter[TopicPartition] = Counter()
+        # producer id -> offsets committed in its open transaction (TxnOffsetCommit)
+        self.pending_txn: dict[int, dict[TopicPartition, OffsetAndMetadata]] = {}
         self.subscribed_topics: set[str] | None = None
         self._votes: Counter[str] = Counter()
         self._awaiting_join = 0

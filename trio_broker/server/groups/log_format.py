@@ -107,18 +107,36 @@ def group_tombstone(group_id: str, now_ms: int) -> Record:
 class LoadedGroup:
     metadata: GroupMetadataValue | None = None
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    # producer id -> offsets committed in its transaction, still open at the log's end
+    pending_txn: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
 
 
 class Replay:
-    """The latest state of every group, from the log's records applied in order."""
+    """The latest state of every group, from the log's records applied in order. Offsets
+    committed in a transaction (TxnOffsetCommit) wait for its marker: a commit makes them
+    the group's, an abort drops them, and those still open at the end stay pending."""
 
     def __init__(self) -> None:
         self.metadata: dict[str, GroupMetadataValue] = {}
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # producer id -> group -> offsets of its open transaction
+        self.pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
         self.records = 0
         self.skipped = 0
 
-    def apply(self, key: bytes | None, value: bytes | None) -> None:
+    def apply(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        producer_id: int = -1,
+        transactional: bool = False,
+        commit: bool | None = None,
+    ) -> None:
+        if commit is not None:  # a transaction marker
+            for group, offsets in self.pending.pop(producer_id, {}).items():
+                if commit:
+                    self.offsets.setdefault(group, {}).update(offsets)
+            return
         self.records += 1
         if key is None:
             self.skipped += 1
@@ -136,13 +154,17 @@ class Replay:
                 self.offsets.get(k.group, {}).pop(tp, None)
             else:
                 assert isinstance(v, OffsetCommitValue)
-                self.offsets.setdefault(k.group, {})[tp] = OffsetAndMetadata(
+                om = OffsetAndMetadata(
                     offset=v.offset,
                     leader_epoch=v.leader_epoch,
                     metadata=v.metadata,
                     commit_timestamp_ms=v.commit_timestamp,
                     expire_timestamp_ms=v.expire_timestamp if v.expire_timestamp >= 0 else None,
                 )
+                if transactional:
+                    self.pending.setdefault(producer_id, {}).setdefault(k.group, {})[tp] = om
+                else:
+                    self.offsets.setdefault(k.group, {})[tp] = om
         elif v is None:
             self.metadata.pop(k.group, None)
         else:
@@ -156,6 +178,10 @@ class Replay:
         for group_id, offsets in self.offsets.items():
             if offsets:
                 out.setdefault(group_id, LoadedGroup()).offsets = dict(offsets)
+        for producer_id, groups in self.pending.items():
+            for group_id, offsets in groups.items():
+                loaded = out.setdefault(group_id, LoadedGroup())
+                loaded.pending_txn[producer_id] = dict(offsets)
         return out
 
 
@@ -165,6 +191,7 @@ def restore_group(group_id: str, loaded: LoadedGroup) -> Group:
     if value is None:
         group = Group(group_id, EMPTY)
         group.offsets = dict(loaded.offsets)
+        group.pending_txn = dict(loaded.pending_txn)
         return group
     stamp = value.current_state_timestamp if value.current_state_timestamp >= 0 else None
     group = Group(group_id, STABLE if value.members else EMPTY, stamp)
@@ -191,4 +218,5 @@ def restore_group(group_id: str, loaded: LoadedGroup) -> Group:
     group.leader_id = value.leader if value.leader in group.members else group.leader_id
     group.subscribed_topics = group.compute_subscribed_topics()
     group.offsets = dict(loaded.offsets)
+    group.pending_txn = dict(loaded.pending_txn)
     return group

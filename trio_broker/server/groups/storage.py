@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("trio_broker.groups")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TXN_STATE_TOPIC = "__transaction_state"
+# The coordinators' topics: their partitioning is theirs (not to be grown by clients).
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_STATE_TOPIC})
 # The internal topic's own configs, Kafka's: compacted (the coordinator writes tombstones
 # for expired offsets and deleted groups), never deleted by time or size.
 OFFSETS_TOPIC_CONFIGS = {
@@ -50,6 +53,28 @@ OFFSETS_TOPIC_CONFIGS = {
     "segment.bytes": str(100 * 1024 * 1024),
 }
 _MAX_RECORDS_PER_BATCH = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTopicSpec:
+    """A coordinator's internal topic: ``__consumer_offsets`` (``OFFSETS``) or the
+    transaction coordinator's ``__transaction_state``."""
+
+    name: str
+    partitions_key: str  # the broker key of its partition count
+    replication_key: str  # ... of its replication factor (in a ZooKeeper cluster)
+    configs: Callable[[BrokerConfig], dict[str, str]]  # its topic configs
+    timeout_s: Callable[[BrokerConfig], float]  # how long an append waits for the ISR
+
+
+OFFSETS = InternalTopicSpec(
+    OFFSETS_TOPIC,
+    "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor",
+    lambda config: dict(OFFSETS_TOPIC_CONFIGS),
+    # As Kafka's coordinator writes: acks=all, within offsets.commit.timeout.ms.
+    lambda config: float(config["offsets.commit.timeout.ms"]) / 1000,
+)
 _READ_CHUNK = 1 << 20
 
 
@@ -89,10 +114,21 @@ def coordinator_error(code: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
+    """One record read back; a transaction's records carry their producer id, and a
+    transaction marker comes as a record without key or value whose ``commit`` says
+    which (None: not a marker)."""
+
     partition: int
     offset: int
     key: bytes | None
     value: bytes | None
+    producer_id: int = -1
+    transactional: bool = False
+    commit: bool | None = None
+
+
+# A transactional writer of coordinator records: (producer id, epoch).
+Producer = tuple[int, int]
 
 
 class OffsetsTopic(Protocol):
@@ -108,16 +144,20 @@ class OffsetsTopic(Protocol):
         """Every record, partition by partition, in log order (blocking, lazily)."""
         ...
 
-    async def append(self, partition: int, records: Sequence[Record]) -> int:
-        """Append ``records`` as one batch; returns an error code (0: written)."""
+    async def append(
+        self, partition: int, records: Sequence[Record], producer: Producer | None = None
+    ) -> int:
+        """Append ``records`` as one batch (a transactional one of ``producer``'s);
+        returns an error code (0: written)."""
         ...
 
 
 class LogOffsetsTopic:
-    """``__consumer_offsets`` in the broker's own catalog and logs. In a ZooKeeper cluster
-    (``replicated``) the topic is the cluster's (created on the first FindCoordinator,
-    placed by the controller): nothing is created here, a partition is read back when
-    this broker becomes its leader, and an append counts once the ISR has it."""
+    """``__consumer_offsets`` (or another ``InternalTopicSpec``'s topic) in the broker's
+    own catalog and logs. In a ZooKeeper cluster (``replicated``) the topic is the
+    cluster's (created on the first FindCoordinator, placed by the controller): nothing is
+    created here, a partition is read back when this broker becomes its leader, and an
+    append counts once the ISR has it."""
 
     def __init__(
         self,
@@ -126,7 +166,10 @@ class LogOffsetsTopic:
         replica_manager: ReplicaManager,
         *,
         replicated: bool = False,
+        spec: InternalTopicSpec = OFFSETS,
     ) -> None:
+        self.spec = spec
+        self.name = spec.name
         self.config = config
         self.catalog = catalog
         self.replica_manager = replica_manager
@@ -134,17 +177,15 @@ class LogOffsetsTopic:
         self.partitions = 0
 
     def open(self) -> int:
+        spec = self.spec
         if self.replicated:
-            self.partitions = self.config["offsets.topic.num.partitions"]
+            self.partitions = self.config[spec.partitions_key]
             return self.partitions
         info: TopicInfo = self.catalog.create(
-            OFFSETS_TOPIC,
-            self.config["offsets.topic.num.partitions"],
-            OFFSETS_TOPIC_CONFIGS,
-            internal=True,
+            spec.name, self.config[spec.partitions_key], spec.configs(self.config), internal=True
         )
         if not info.internal:
-            log.warning("%s exists but is not marked internal", OFFSETS_TOPIC)
+            log.warning("%s exists but is not marked internal", spec.name)
         if info.configs.get("cleanup.policy") is None:
             # Created before compaction existed: compact it from now on.
             info = replace(info, configs={**info.configs, "cleanup.policy": "compact"})
@@ -160,22 +201,29 @@ class LogOffsetsTopic:
             yield from self.scan_partition(p)
 
     def scan_partition(self, partition: int) -> Iterator[StoredRecord]:
-        plog = self.replica_manager.partition(OFFSETS_TOPIC, partition)
+        plog = self.replica_manager.partition(self.name, partition)
         if plog is not None:
             yield from _scan_log(partition, plog)
 
-    async def append(self, partition: int, records: Sequence[Record]) -> int:
+    async def append(
+        self, partition: int, records: Sequence[Record], producer: Producer | None = None
+    ) -> int:
         rm = self.replica_manager
-        if self.replicated and not rm.cluster.leads(OFFSETS_TOPIC, partition):
+        if self.replicated and not rm.cluster.leads(self.name, partition):
             return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        batch = build_batch(records)
-        result = await rm.append_internal(OFFSETS_TOPIC, partition, batch)
+        if producer is None:
+            batch = build_batch(records)
+        else:  # a transaction's records (TxnOffsetCommit): no sequence, as Kafka's
+            pid, epoch = producer
+            batch = build_batch(
+                records, producer_id=pid, producer_epoch=epoch, is_transactional=True
+            )
+        result = await rm.append_internal(self.name, partition, batch)
         if result.error_code or not self.replicated:
             return int(result.error_code)
-        # As Kafka's coordinator writes: acks=all, within offsets.commit.timeout.ms.
-        timeout_s = self.config["offsets.commit.timeout.ms"] / 1000
+        timeout_s = self.spec.timeout_s(self.config)
         return await rm.replication.wait_replicated(
-            OFFSETS_TOPIC, partition, result.required_offset, timeout_s
+            self.name, partition, result.required_offset, timeout_s
         )
 
 
@@ -189,10 +237,13 @@ def _scan_log(partition: int, plog: PartitionLog) -> Iterator[StoredRecord]:
             for region in info.regions:
                 data = os.pread(region.file.fileno(), region.length, region.offset)
                 for header, batch in iter_batches(data):
-                    if header.is_control:
-                        continue
+                    pid, txn = header.producer_id, header.is_transactional
                     for r in iter_records(batch):
-                        yield StoredRecord(partition, r.offset, r.key, r.value)
+                        if header.is_control:  # key: version int16, type int16 (1: commit)
+                            commit = r.key is not None and r.key[2:4] == b"\x00\x01"
+                            yield StoredRecord(partition, r.offset, None, None, pid, txn, commit)
+                        else:
+                            yield StoredRecord(partition, r.offset, r.key, r.value, pid, txn)
         finally:
             info.release()
         if info.next_fetch_offset <= offset:
@@ -226,6 +277,7 @@ class _Entry:
     records: list[Record]
     on_done: Callable[[int], None] | None
     ack: Ack
+    producer: Producer | None = None  # a transaction's: a batch of its own
 
 
 class OrderedWriter:
@@ -241,13 +293,16 @@ class OrderedWriter:
         partition: int,
         records: Sequence[Record],
         on_done: Callable[[int], None] | None = None,
+        producer: Producer | None = None,
     ) -> Ack:
-        """Queue ``records`` for ``partition``; ``on_done(error)`` runs once appended."""
+        """Queue ``records`` for ``partition``; ``on_done(error)`` runs once appended.
+        A ``producer``'s records go in a transactional batch of their own."""
         ack = Ack()
+        entry = _Entry(list(records), on_done, ack, producer)
         if self._closed:
-            self._finish(_Entry(list(records), on_done, ack), ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            self._finish(entry, ErrorCode.COORDINATOR_NOT_AVAILABLE)
             return ack
-        self._queues.setdefault(partition, deque()).append(_Entry(list(records), on_done, ack))
+        self._queues.setdefault(partition, deque()).append(entry)
         self._wakeup.set()
         return ack
 
@@ -275,16 +330,22 @@ class OrderedWriter:
         queue = self._queues[partition]
         while queue:
             entries = [queue.popleft()]
-            count = len(entries[0].records)
-            while queue and count + len(queue[0].records) <= _MAX_RECORDS_PER_BATCH:
+            count, producer = len(entries[0].records), entries[0].producer
+            while (
+                producer is None
+                and queue
+                and queue[0].producer is None
+                and count + len(queue[0].records) <= _MAX_RECORDS_PER_BATCH
+            ):
                 entry = queue.popleft()
                 entries.append(entry)
                 count += len(entry.records)
             records = [r for e in entries for r in e.records]
             try:
-                code = await self.topic.append(partition, records) if records else 0
+                code = await self.topic.append(partition, records, producer) if records else 0
             except (LogError, OSError) as exc:
-                log.error("%s-%d: append failed: %s", OFFSETS_TOPIC, partition, exc)
+                name = getattr(self.topic, "name", OFFSETS_TOPIC)
+                log.error("%s-%d: append failed: %s", name, partition, exc)
                 code = ErrorCode.KAFKA_STORAGE_ERROR
             except BaseException:
                 for entry in entries:  # cancelled mid-append: they are not known to be written
@@ -301,5 +362,5 @@ class OrderedWriter:
             try:
                 entry.on_done(code)
             except Exception:
-                log.exception("group coordinator write callback failed")
+                log.exception("coordinator write callback failed")
         entry.ack._set(code)

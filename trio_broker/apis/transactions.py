@@ -1,0 +1,218 @@
+"""A transactional producer's requests to its coordinator: AddPartitionsToTxn v0-5,
+AddOffsetsToTxn v0-4 and EndTxn v0-4, and to the group coordinator TxnOffsetCommit v0-4
+(offsets that count once the transaction commits). (InitProducerId with a transactional id is in
+``init_producer_id``, FindCoordinator's TRANSACTION key in ``groups``).
+
+Authorization as Kafka's: WRITE on the TRANSACTIONAL_ID (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); AddPartitionsToTxn also WRITE on each topic
+(TOPIC_AUTHORIZATION_FAILED), an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION, and
+if any partition fails the others OPERATION_NOT_ATTEMPTED; AddOffsetsToTxn READ on the
+group (GROUP_AUTHORIZATION_FAILED); TxnOffsetCommit WRITE on the TRANSACTIONAL_ID, READ on
+the group and on each topic. AddPartitionsToTxn v4+ is the brokers' batched form
+(CLUSTER_ACTION), whose ``verify_only`` asks which partitions a transaction holds.
+PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for versions before 2, which do not know it.
+No trio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..protocol.errors import ErrorCode
+from ..protocol.messages.transactions import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTopicResult,
+    EndTxnRequest,
+    EndTxnResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
+from ..security.acl import ResourceType
+from .authz import GROUP, TOPIC, Op, allowed, cluster_allowed
+from .context import RequestContext
+from .group_services import OffsetCommitEntry, coordinator_of, unknown_topic_partition
+
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+TopicPartition = tuple[str, int]
+
+
+def fenced_for(version: int, fenced_from: int, code: int) -> int:
+    """PRODUCER_FENCED as an older version says it (INVALID_PRODUCER_EPOCH)."""
+    if code == ErrorCode.PRODUCER_FENCED and version < fenced_from:
+        return int(ErrorCode.INVALID_PRODUCER_EPOCH)
+    return int(code)
+
+
+def may_write_txn(ctx: RequestContext, transactional_id: str) -> bool:
+    return allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, transactional_id)
+
+
+def _results(answers: dict[TopicPartition, int]) -> list[AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[AddPartitionsToTxnPartitionResult]] = {}
+    for (topic, partition), code in answers.items():
+        by_topic.setdefault(topic, []).append(
+            AddPartitionsToTxnPartitionResult(
+                partition_index=partition, partition_error_code=int(code)
+            )
+        )
+    return [
+        AddPartitionsToTxnTopicResult(name=t, results_by_partition=r) for t, r in by_topic.items()
+    ]
+
+
+def _partitions(topics: Sequence[AddPartitionsToTxnTopic]) -> list[TopicPartition]:
+    return [(t.name, p) for t in topics for p in t.partitions]
+
+
+async def _add(
+    ctx: RequestContext,
+    transactional_id: str,
+    producer_id: int,
+    epoch: int,
+    wanted: list[TopicPartition],
+) -> dict[TopicPartition, int]:
+    """One transaction's partitions added (or each one's reason not to be)."""
+    if not may_write_txn(ctx, transactional_id):
+        return dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    refused: dict[TopicPartition, int] = {}
+    for topic, partition in wanted:
+        if not allowed(ctx, Op.WRITE, TOPIC, topic):
+            refused[(topic, partition)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
+        info = ctx.broker.topic(topic)
+        if info is None or not 0 <= partition < len(info.partitions):
+            refused[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if refused:
+        return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
+    code = await ctx.broker.transactions.add_partitions(
+        transactional_id, producer_id, epoch, wanted
+    )
+    return dict.fromkeys(wanted, fenced_for(ctx.api_version, 2, code))
+
+
+async def add_partitions_to_txn(
+    ctx: RequestContext, req: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse:
+    v = ctx.api_version
+    if v <= 3:
+        wanted = _partitions(req.v3_and_below_topics)
+        answers = await _add(
+            ctx,
+            req.v3_and_below_transactional_id,
+            req.v3_and_below_producer_id,
+            req.v3_and_below_producer_epoch,
+            wanted,
+        )
+        return AddPartitionsToTxnResponse(
+            throttle_time_ms=ctx.throttle_time_ms, results_by_topic_v3_and_below=_results(answers)
+        )
+    if not cluster_allowed(ctx, Op.CLUSTER_ACTION):
+        return AddPartitionsToTxnResponse(
+            throttle_time_ms=ctx.throttle_time_ms,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        )
+    results = []
+    for t in req.transactions:
+        wanted = _partitions(t.topics)
+        if t.verify_only:
+            answers = ctx.broker.transactions.verify_partitions(
+                t.transactional_id, t.producer_id, t.producer_epoch, wanted
+            )
+        else:
+            answers = await _add(ctx, t.transactional_id, t.producer_id, t.producer_epoch, wanted)
+        results.append(
+            AddPartitionsToTxnResponse.Result(
+                transactional_id=t.transactional_id, topic_results=_results(answers)
+            )
+        )
+    return AddPartitionsToTxnResponse(
+        throttle_time_ms=ctx.throttle_time_ms, results_by_transaction=results
+    )
+
+
+async def add_offsets_to_txn(
+    ctx: RequestContext, req: AddOffsetsToTxnRequest
+) -> AddOffsetsToTxnResponse:
+    if not may_write_txn(ctx, req.transactional_id):
+        code: int = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not allowed(ctx, Op.READ, GROUP, req.group_id):
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    else:
+        code = await ctx.broker.transactions.add_offsets(
+            req.transactional_id, req.producer_id, req.producer_epoch, req.group_id
+        )
+    return AddOffsetsToTxnResponse(
+        throttle_time_ms=ctx.throttle_time_ms, error_code=fenced_for(ctx.api_version, 2, code)
+    )
+
+
+async def end_txn(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse:
+    if not may_write_txn(ctx, req.transactional_id):
+        code: int = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        code = await ctx.broker.transactions.end_txn(
+            req.transactional_id, req.producer_id, req.producer_epoch, req.committed
+        )
+    return EndTxnResponse(
+        throttle_time_ms=ctx.throttle_time_ms, error_code=fenced_for(ctx.api_version, 2, code)
+    )
+
+
+async def txn_offset_commit(
+    ctx: RequestContext, req: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse:
+    errors: dict[TopicPartition, int] = {}
+    entries: list[OffsetCommitEntry] = []
+    if not may_write_txn(ctx, req.transactional_id):
+        refused: int | None = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not allowed(ctx, Op.READ, GROUP, req.group_id):
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    else:
+        refused = None
+    for t in req.topics:
+        may_read = refused is None and allowed(ctx, Op.READ, TOPIC, t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if refused is not None:
+                errors[tp] = refused
+            elif not may_read:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif unknown_topic_partition(ctx, *tp):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                entries.append(
+                    OffsetCommitEntry(
+                        t.name,
+                        p.partition_index,
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        p.committed_metadata,
+                    )
+                )
+    if entries:
+        written = await coordinator_of(ctx).commit_offsets(
+            req.group_id,
+            req.generation_id,
+            req.member_id,
+            req.group_instance_id,
+            -1,
+            entries,
+            producer=(req.producer_id, req.producer_epoch),
+        )
+        errors.update(written)
+    by_topic: dict[str, list[TxnOffsetCommitResponse.Topic.Partition]] = {}
+    for (topic, partition), code in errors.items():
+        by_topic.setdefault(topic, []).append(
+            TxnOffsetCommitResponse.Topic.Partition(
+                partition_index=partition, error_code=fenced_for(ctx.api_version, 2, code)
+            )
+        )
+    return TxnOffsetCommitResponse(
+        throttle_time_ms=ctx.throttle_time_ms,
+        topics=[TxnOffsetCommitResponse.Topic(name=t, partitions=ps) for t, ps in by_topic.items()],
+    )

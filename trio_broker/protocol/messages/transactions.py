@@ -1,0 +1,121 @@
+"""A transactional producer's requests to its transaction coordinator: AddPartitionsToTxn
+(24, v4+ also the brokers' batched form), AddOffsetsToTxn (25), EndTxn (26) and, to its
+group coordinator, TxnOffsetCommit (28)."""
+
+from __future__ import annotations
+
+from ..api import register
+from ..schema import Request, Response, Struct, array, field
+
+
+class AddPartitionsToTxnTopic(Struct):
+    name: str = field("string")
+    partitions: list[int] = field("[]int32")
+
+
+class AddPartitionsToTxnRequest(Request, api_key=24, versions="0-5", flexible="3+"):
+    class Transaction(Struct):
+        transactional_id: str = field("string", "4+")
+        producer_id: int = field("int64", "4+")
+        producer_epoch: int = field("int16", "4+")
+        verify_only: bool = field("bool", "4+", default=False)
+        topics: list[AddPartitionsToTxnTopic] = field(array(AddPartitionsToTxnTopic), "4+")
+
+    transactions: list[Transaction] = field(array(Transaction), "4+")
+    v3_and_below_transactional_id: str = field("string", "0-3")
+    v3_and_below_producer_id: int = field("int64", "0-3")
+    v3_and_below_producer_epoch: int = field("int16", "0-3")
+    v3_and_below_topics: list[AddPartitionsToTxnTopic] = field(
+        array(AddPartitionsToTxnTopic), "0-3"
+    )
+
+
+class AddPartitionsToTxnPartitionResult(Struct):
+    partition_index: int = field("int32")
+    partition_error_code: int = field("int16")
+
+
+class AddPartitionsToTxnTopicResult(Struct):
+    name: str = field("string")
+    results_by_partition: list[AddPartitionsToTxnPartitionResult] = field(
+        array(AddPartitionsToTxnPartitionResult)
+    )
+
+
+class AddPartitionsToTxnResponse(Response, api_key=24, versions="0-5", flexible="3+"):
+    class Result(Struct):
+        transactional_id: str = field("string", "4+")
+        topic_results: list[AddPartitionsToTxnTopicResult] = field(
+            array(AddPartitionsToTxnTopicResult), "4+"
+        )
+
+    throttle_time_ms: int = field("int32")
+    error_code: int = field("int16", "4+", default=0, ignorable=True)
+    results_by_transaction: list[Result] = field(array(Result), "4+")
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = field(
+        array(AddPartitionsToTxnTopicResult), "0-3"
+    )
+
+
+class AddOffsetsToTxnRequest(Request, api_key=25, versions="0-4", flexible="3+"):
+    transactional_id: str = field("string")
+    producer_id: int = field("int64")
+    producer_epoch: int = field("int16")
+    group_id: str = field("string")
+
+
+class AddOffsetsToTxnResponse(Response, api_key=25, versions="0-4", flexible="3+"):
+    throttle_time_ms: int = field("int32")
+    error_code: int = field("int16")
+
+
+class EndTxnRequest(Request, api_key=26, versions="0-4", flexible="3+"):
+    transactional_id: str = field("string")
+    producer_id: int = field("int64")
+    producer_epoch: int = field("int16")
+    committed: bool = field("bool")
+
+
+class EndTxnResponse(Response, api_key=26, versions="0-4", flexible="3+"):
+    throttle_time_ms: int = field("int32")
+    error_code: int = field("int16")
+
+
+class TxnOffsetCommitRequest(Request, api_key=28, versions="0-4", flexible="3+"):
+    class Topic(Struct):
+        class Partition(Struct):
+            partition_index: int = field("int32")
+            committed_offset: int = field("int64")
+            committed_leader_epoch: int = field("int32", "2+", default=-1, ignorable=True)
+            committed_metadata: str | None = field("string", nullable="0+")
+
+        name: str = field("string")
+        partitions: list[Partition] = field(array(Partition))
+
+    transactional_id: str = field("string")
+    group_id: str = field("string")
+    producer_id: int = field("int64")
+    producer_epoch: int = field("int16")
+    generation_id: int = field("int32", "3+", default=-1)
+    member_id: str = field("string", "3+", default="")
+    group_instance_id: str | None = field("string", "3+", nullable="3+", default=None)
+    topics: list[Topic] = field(array(Topic))
+
+
+class TxnOffsetCommitResponse(Response, api_key=28, versions="0-4", flexible="3+"):
+    class Topic(Struct):
+        class Partition(Struct):
+            partition_index: int = field("int32")
+            error_code: int = field("int16")
+
+        name: str = field("string")
+        partitions: list[Partition] = field(array(Partition))
+
+    throttle_time_ms: int = field("int32")
+    topics: list[Topic] = field(array(Topic))
+
+
+ADD_PARTITIONS_TO_TXN = register(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse)
+ADD_OFFSETS_TO_TXN = register(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse)
+END_TXN = register(EndTxnRequest, EndTxnResponse)
+TXN_OFFSET_COMMIT = register(TxnOffsetCommitRequest, TxnOffsetCommitResponse)

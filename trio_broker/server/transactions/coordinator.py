@@ -1,0 +1,507 @@
+"""The transaction coordinator: transactional ids, their producer ids and epochs, and the
+two-phase end of each transaction.
+
+Owns: ``TransactionCoordinator``, Kafka's ``TransactionCoordinator`` and
+``TransactionStateManager`` in one: the metadata of every transactional id whose
+``__transaction_state`` partition this broker leads (all of them on a broker on its own),
+read back from that partition when it comes to lead it, and every change written there
+before it counts (``OrderedWriter``, the group coordinator's). The requests, with Kafka's
+rules and error codes:
+
+- ``init_producer_id``: a new id gets a producer id at epoch 0; a known one gets its epoch
+  bumped (a new producer id once the epoch is exhausted), which fences the producer that
+  had it. An ongoing transaction is aborted first (its epoch bumped): the asker gets
+  CONCURRENT_TRANSACTIONS and retries, as Kafka's clients do.
+- ``add_partitions`` (AddPartitionsToTxn, and AddOffsetsToTxn with the group's
+  ``__consumer_offsets`` partition) makes the transaction ONGOING and lists the partitions.
+- ``end_txn``: PREPARE_COMMIT or PREPARE_ABORT is written and the client answered (the
+  outcome is decided); then every partition gets its marker (``Markers``), retried until
+  written, and COMPLETE_COMMIT or COMPLETE_ABORT is written. A PREPARE_* read back at
+  start (a crash between the two) is completed the same way.
+- every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, transactions
+  older than their timeout are aborted with their epoch bumped (the producer is fenced);
+  every ``transaction.remove.expired.transaction.cleanup.interval.ms``, ids idle longer
+  than ``transactional.id.expiration.ms`` are forgotten (a tombstone).
+
+The coordinator epoch written in the markers is the leader epoch of the id's
+``__transaction_state`` partition (0 on a broker on its own), so a deposed coordinator's
+markers are refused by the partitions. Requests are answered through ``TxnResult``s;
+nothing blocks the event loop (the topic's reads run on a worker thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ...protocol.errors import CorruptRequest, ErrorCode
+from ...records import Record
+from ..groups.ownership import Ownership
+from ..groups.storage import LogOffsetsTopic, OrderedWriter, StoredRecord, partition_for
+from .markers import Markers, TxnMarker
+from .state import (
+    MAX_PRODUCER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    TopicPartition,
+    TxnMetadata,
+    TxnState,
+    metadata_of,
+    record_of,
+)
+
+log = logging.getLogger("trio_broker.transactions")
+
+MARKER_RETRY_S = 0.1
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class TxnConfig:
+    max_timeout_ms: int
+    id_expiration_ms: int
+    abort_interval_s: float
+    expire_interval_s: float
+
+    @classmethod
+    def from_broker(cls, config: Any) -> TxnConfig:
+        return cls(
+            config["transaction.max.timeout.ms"],
+            config["transactional.id.expiration.ms"],
+            config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
+            config["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000,
+        )
+
+
+class TransactionCoordinator:
+    def __init__(
+        self,
+        config: TxnConfig,
+        topic: LogOffsetsTopic,
+        new_producer_id: Callable[[], Awaitable[int]],
+        markers: Markers,
+        *,
+        exists: Callable[[], bool] = lambda: False,
+        now_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.config = config
+        self.topic = topic
+        self.new_producer_id = new_producer_id
+        self.markers = markers
+        self.exists = exists  # whether the topic is there to read back at start
+        self.now_ms = now_ms
+        self.txns: dict[str, TxnMetadata] = {}
+        self.writer = OrderedWriter(topic)
+        self.ownership = Ownership()  # every id, unless the topic is replicated
+        self.replicated = topic.replicated
+        if self.replicated:
+            self.ownership.owned = set()
+        self.epochs: dict[int, int] = {}  # partition -> coordinator epoch (leader epoch)
+        self.active = False
+        self.aborted_by_timeout = 0
+        self.expired_ids = 0
+        self._opened = False
+        self._open_lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+        self._scope = trio.CancelScope()
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, max(1, self.topic.partitions))
+
+    # ================================================================ life cycle
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Read the topic back (if it exists), then serve until cancelled."""
+        with self._scope:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await nursery.start(self.writer.run)
+                if self.replicated or self.exists():
+                    await self.ensure_open()
+                for interval, job in (
+                    (self.config.abort_interval_s, self.abort_timed_out),
+                    (self.config.expire_interval_s, self.expire_ids),
+                ):
+                    nursery.start_soon(self._every, interval, job)
+                self.active = True
+                task_status.started()
+        self.active = False
+
+    def stop(self) -> None:
+        """Stop serving (requests get COORDINATOR_NOT_AVAILABLE); ends ``run``. A
+        transaction being completed is completed again at the next start."""
+        self.active = False
+        self._scope.cancel()
+
+    async def ensure_open(self) -> None:
+        """Make sure the topic exists and is read back (on a broker on its own it is
+        created on the first transactional producer's question, as Kafka creates it)."""
+        async with self._open_lock:
+            if self._opened:
+                return
+            await trio.to_thread.run_sync(self.topic.open)
+            if not self.replicated:
+                loaded = await trio.to_thread.run_sync(_fold, self.topic.scan())
+                self._install(loaded)
+            self._opened = True
+
+    async def _every(self, interval_s: float, job: Callable[[], Awaitable[int]]) -> None:
+        while True:
+            await trio.sleep(interval_s)
+            try:
+                await job()
+            except Exception:
+                log.exception("transaction coordinator job %s failed", job.__name__)
+
+    def _install(self, loaded: dict[str, TxnMetadata | None]) -> None:
+        for txn_id, meta in loaded.items():
+            if meta is None:
+                self.txns.pop(txn_id, None)
+                continue
+            self.txns[txn_id] = meta
+            if meta.state.preparing:  # decided before a crash: complete it now
+                self._spawn_completion(meta)
+        if loaded:
+            log.info("loaded %d transactional ids from __transaction_state", len(loaded))
+
+    # ===================================================== partition leadership
+
+    def role_changed(self, partition: int, leader: bool, leader_epoch: int = 0) -> None:
+        """LeaderAndIsr or StopReplica for a partition of ``__transaction_state``."""
+        if leader and self._nursery is not None:
+            self.epochs[partition] = leader_epoch
+            self._nursery.start_soon(self._elect, partition)
+        elif not leader:
+            self._resign(partition)
+
+    async def _elect(self, partition: int) -> None:
+        own = self.ownership
+        if own.owned is None or partition in own.owned or partition in own.loading:
+            return
+        own.loading.add(partition)
+        try:
+            await self.ensure_open()
+            records = self.topic.scan_partition(partition)
+            loaded = await trio.to_thread.run_sync(_fold, records)
+            if partition in own.loading:  # not resigned meanwhile
+                own.owned.add(partition)
+                self._install(loaded)
+                log.info("coordinating the transactional ids of partition %d", partition)
+        finally:
+            own.loading.discard(partition)
+
+    def _resign(self, partition: int) -> None:
+        own = self.ownership
+        if own.owned is None:
+            return
+        own.loading.discard(partition)
+        if partition in own.owned:
+            own.owned.discard(partition)
+            for txn_id in [t for t in self.txns if self.partition_for(t) == partition]:
+                del self.txns[txn_id]
+
+    def _check(self, transactional_id: str | None) -> int:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        if not self.active or not self._opened:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return self.ownership.error_for(self.partition_for(transactional_id))
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        return self.epochs.get(self.partition_for(transactional_id), 0)
+
+    # ================================================================== writes
+
+    async def _write(self, new: TxnMetadata) -> int:
+        """Write ``new`` (the id ``pending`` meanwhile); it counts once written."""
+        txn_id = new.transactional_id
+        old = self.txns.get(txn_id)
+        if old is not None:
+            old.pending = True
+        key, value = record_of(new)
+        partition = self.partition_for(txn_id)
+        code = await self.writer.submit(partition, [Record(key, value)]).wait()
+        if old is not None:
+            old.pending = False
+        if code:
+            log.warning("transactional id %s: state %s not written (%d)", txn_id, new.state, code)
+            return code
+        if self.ownership.error_for(partition):  # the partition moved away meanwhile
+            return ErrorCode.NOT_COORDINATOR
+        if new.state is TxnState.DEAD:
+            self.txns.pop(txn_id, None)
+        else:
+            self.txns[txn_id] = new
+        return ErrorCode.NONE
+
+    # ===================================================== the producer's calls
+
+    async def init_producer_id(
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        expected: tuple[int, int] | None = None,
+    ) -> tuple[int, int, int]:
+        """(error, producer id, epoch) for a transactional producer starting up."""
+        await self.ensure_open()
+        error = self._check(transactional_id)
+        if error:
+            return error, -1, -1
+        if not 0 < timeout_ms <= self.config.max_timeout_ms:
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        now = self.now_ms()
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            pid = await self.new_producer_id()
+            new = TxnMetadata(transactional_id, pid, 0, timeout_ms, update_ms=now)
+            error = await self._write(new)
+            return (error, -1, -1) if error else (0, pid, 0)
+        if meta.pending or meta.state.preparing or meta.state is TxnState.DEAD:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        if expected is not None and expected != (-1, -1) and not _known(meta, expected):
+            return ErrorCode.PRODUCER_FENCED, -1, -1
+        if meta.state in (TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE):
+            # The old producer's transaction is aborted with the epoch bumped (fencing
+            # it); the new one asks again once that is done.
+            await self._abort_fencing(meta)
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        if expected is not None and expected == (meta.producer_id, meta.producer_epoch - 1):
+            # a retry of the last bump (its answer lost): the same id and epoch again
+            return 0, meta.producer_id, meta.producer_epoch
+        pid, epoch = meta.producer_id, meta.producer_epoch + 1
+        last = (meta.producer_id, meta.producer_epoch)
+        if epoch >= MAX_PRODUCER_EPOCH:
+            pid, epoch = await self.new_producer_id(), 0
+        new = meta.moved(
+            producer_id=pid,
+            producer_epoch=epoch,
+            last_producer_id=last[0],
+            last_producer_epoch=last[1],
+            timeout_ms=timeout_ms,
+            state=TxnState.EMPTY,
+            partitions=frozenset(),
+            start_ms=-1,
+            update_ms=now,
+        )
+        error = await self._write(new)
+        return (error, -1, -1) if error else (0, pid, epoch)
+
+    def _producer_error(self, meta: TxnMetadata | None, producer_id: int, epoch: int) -> int:
+        if meta is None or meta.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if meta.producer_epoch != epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if meta.pending:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return ErrorCode.NONE
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> int:
+        """AddPartitionsToTxn (and AddOffsetsToTxn): the partitions join the transaction."""
+        await self.ensure_open()
+        error = self._check(transactional_id)
+        if error:
+            return error
+        meta = self.txns.get(transactional_id)
+        error = self._producer_error(meta, producer_id, epoch)
+        if error:
+            return error
+        assert meta is not None
+        if meta.state.preparing:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if meta.state in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
+            return ErrorCode.INVALID_TXN_STATE
+        wanted = frozenset(partitions)
+        if meta.state is TxnState.ONGOING and wanted <= meta.partitions:
+            return ErrorCode.NONE
+        now = self.now_ms()
+        ongoing = meta.state is TxnState.ONGOING
+        new = meta.moved(
+            state=TxnState.ONGOING,
+            partitions=(meta.partitions if ongoing else frozenset()) | wanted,
+            start_ms=meta.start_ms if ongoing else now,
+            update_ms=now,
+        )
+        return await self._write(new)
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        """AddPartitionsToTxn v4's verify_only: which partitions the ongoing transaction
+        of this producer holds (NONE) and which it does not (INVALID_TXN_STATE)."""
+        wanted = list(partitions)
+        meta = self.txns.get(transactional_id)
+        error = self._check(transactional_id) or self._producer_error(meta, producer_id, epoch)
+        if error:
+            return dict.fromkeys(wanted, error)
+        assert meta is not None
+        held = meta.partitions if meta.state is TxnState.ONGOING else frozenset()
+        return {tp: 0 if tp in held else ErrorCode.INVALID_TXN_STATE for tp in wanted}
+
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    ) -> int:
+        """EndTxn: decide the outcome (written), then complete it in the background."""
+        await self.ensure_open()
+        error = self._check(transactional_id)
+        if error:
+            return error
+        meta = self.txns.get(transactional_id)
+        error = self._producer_error(meta, producer_id, epoch)
+        if error:
+            return error
+        assert meta is not None
+        state = meta.state
+        done, again = (
+            (TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT)
+            if commit
+            else (TxnState.COMPLETE_ABORT, TxnState.PREPARE_ABORT)
+        )
+        if state is done:
+            return ErrorCode.NONE  # a retry of the end that was answered already
+        if state is again:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if state is not TxnState.ONGOING:
+            return ErrorCode.INVALID_TXN_STATE
+        return await self._prepare(meta, commit)
+
+    async def _prepare(self, meta: TxnMetadata, commit: bool, **changes: Any) -> int:
+        state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        new = meta.moved(state=state, update_ms=self.now_ms(), **changes)
+        error = await self._write(new)
+        if not error:
+            self._spawn_completion(new)
+        return error
+
+    async def _abort_fencing(self, meta: TxnMetadata) -> int:
+        """Abort ``meta``'s transaction with its epoch bumped: its producer is fenced."""
+        if meta.producer_epoch + 1 >= MAX_PRODUCER_EPOCH:
+            return await self._prepare(meta, False)  # cannot bump: abort at this epoch
+        return await self._prepare(
+            meta,
+            False,
+            producer_epoch=meta.producer_epoch + 1,
+            last_producer_id=meta.producer_id,
+            last_producer_epoch=NO_PRODUCER_EPOCH,
+        )
+
+    # ============================================================== completion
+
+    def _spawn_completion(self, meta: TxnMetadata) -> None:
+        if self._nursery is not None:
+            self._nursery.start_soon(self._complete, meta)
+
+    async def _complete(self, prepared: TxnMetadata) -> None:
+        """Write every partition's marker (retrying what fails), then COMPLETE_*."""
+        txn_id = prepared.transactional_id
+        commit = prepared.state is TxnState.PREPARE_COMMIT
+        left = set(prepared.partitions)
+        while left:
+            if self.txns.get(txn_id) is not prepared:
+                return  # resigned, or moved on meanwhile
+            marker = TxnMarker(
+                prepared.producer_id,
+                prepared.producer_epoch,
+                self.coordinator_epoch(txn_id),
+                commit,
+                sorted(left),
+            )
+            (results,) = await self.markers.write([marker])
+            for tp, code in results.items():
+                if code in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                    left.discard(tp)  # written (or the topic is gone: nothing to mark)
+                elif code in (
+                    ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                    ErrorCode.INVALID_PRODUCER_EPOCH,
+                ):
+                    log.warning("transactional id %s: marker for %s refused (%d)", txn_id, tp, code)
+                    return  # a newer coordinator (or epoch) owns it now
+            if left:
+                await trio.sleep(MARKER_RETRY_S)
+        state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        done = prepared.moved(state=state, partitions=frozenset(), update_ms=self.now_ms())
+        while self.txns.get(txn_id) is prepared:
+            if not await self._write(done):
+                return
+            await trio.sleep(MARKER_RETRY_S)
+
+    # ============================================================ housekeeping
+
+    async def abort_timed_out(self) -> int:
+        """Abort (fencing the producer) every transaction past its timeout; how many."""
+        now = self.now_ms()
+        expired = [
+            m
+            for m in self.txns.values()
+            if m.state is TxnState.ONGOING and not m.pending and m.start_ms + m.timeout_ms < now
+        ]
+        for meta in expired:
+            log.info(
+                "transactional id %s: transaction timed out after %d ms, aborting",
+                meta.transactional_id,
+                meta.timeout_ms,
+            )
+            if not await self._abort_fencing(meta):
+                self.aborted_by_timeout += 1
+        return len(expired)
+
+    async def expire_ids(self) -> int:
+        """Forget ids idle past ``transactional.id.expiration.ms``; how many."""
+        now = self.now_ms()
+        idle = [
+            m
+            for m in self.txns.values()
+            if m.state.complete
+            and not m.pending
+            and m.update_ms + self.config.id_expiration_ms < now
+        ]
+        for meta in idle:
+            if not await self._write(meta.moved(state=TxnState.DEAD, update_ms=now)):
+                self.expired_ids += 1
+        return len(idle)
+
+    # ============================================================ introspection
+
+    def transactions(self) -> Sequence[TxnMetadata]:
+        return list(self.txns.values())
+
+
+def _known(meta: TxnMetadata, expected: tuple[int, int]) -> bool:
+    """Whether the (producer id, epoch) a producer gives is this id's current or previous
+    one (or the one just before the last bump: its answer may have been lost)."""
+    return expected in (
+        (meta.producer_id, meta.producer_epoch),
+        (meta.producer_id, meta.producer_epoch - 1),
+        (meta.last_producer_id, meta.last_producer_epoch),
+    )
+
+
+def _fold(records: Iterable[StoredRecord]) -> dict[str, TxnMetadata | None]:
+    """The latest metadata of each id in ``records`` (None: its tombstone came last)."""
+    out: dict[str, TxnMetadata | None] = {}
+    for r in records:
+        if r.key is None:
+            continue
+        try:
+            txn_id, meta = metadata_of(r.key, r.value)
+        except (CorruptRequest, ValueError) as exc:
+            log.warning("unreadable __transaction_state record at offset %d: %s", r.offset, exc)
+            continue
+        out[txn_id] = meta
+    return out

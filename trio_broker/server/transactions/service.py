@@ -1,0 +1,114 @@
+"""The transaction coordinator inside a broker: what it is built from and how APIs reach it.
+
+Owns: ``TransactionService``, the ``TransactionsView`` the transaction APIs call
+(``BrokerView.transactions``). It builds the coordinator over the broker's parts:
+``__transaction_state`` in the broker's catalog and logs (``LogOffsetsTopic`` with the
+``TXN_STATE`` spec; the cluster's in a ZooKeeper cluster), producer ids from the broker's
+producer id manager, markers written through the broker's own ``write_txn_markers`` for
+partitions it leads and sent to the leaders of the others, and FindCoordinator answered
+by a ``CoordinatorLocator`` on the same topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import trio
+
+from ..group_locator import CoordinatorLocator, CreateTopic
+from ..groups.storage import OFFSETS_TOPIC, LogOffsetsTopic
+from . import TXN_STATE
+from .coordinator import TransactionCoordinator, TxnConfig
+from .markers import MarkerWriter, SendMarkers, WriteMarkers
+
+TopicPartition = tuple[str, int]
+
+
+class TransactionService:
+    def __init__(
+        self,
+        broker: Any,  # the Broker (its config, catalog, logs, cluster view, producer ids)
+        write_markers: WriteMarkers,
+        *,
+        create_topic: CreateTopic | None,
+        send_markers: SendMarkers | None = None,
+        offsets_partition: Callable[[str], int],
+        new_producer_id: Callable[[], Awaitable[int]],
+    ) -> None:
+        config = broker.config
+        topic = LogOffsetsTopic(
+            config,
+            broker.topics_catalog,
+            broker.replica_manager,
+            replicated=create_topic is not None,
+            spec=TXN_STATE,
+        )
+        cluster = broker.cluster
+
+        def leader_of(name: str, partition: int) -> int | None:
+            if create_topic is None:  # a broker on its own leads everything it holds
+                return broker.broker_id
+            info = cluster.cache.partitions.get(name, {}).get(partition)
+            return None if info is None else int(info.leader)
+
+        self.markers = MarkerWriter(broker.broker_id, leader_of, write_markers, send_markers)
+        self.coordinator = TransactionCoordinator(
+            TxnConfig.from_broker(config),
+            topic,
+            new_producer_id,
+            self.markers,
+            exists=lambda: broker.topics_catalog.get(TXN_STATE.name) is not None,
+        )
+        self.locator = CoordinatorLocator(broker, create_topic, TXN_STATE, self.coordinator)
+        self.offsets_partition = offsets_partition
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self.coordinator.run(task_status=task_status)
+
+    def stop(self) -> None:
+        self.coordinator.stop()
+
+    # ------------------------------------------------------ TransactionsView
+
+    async def locate(self, transactional_id: str) -> tuple[int, int, str | None]:
+        return await self.locator.locate(transactional_id)
+
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None
+    ) -> tuple[int, int, int]:
+        return await self.coordinator.init_producer_id(transactional_id, timeout_ms, expected)
+
+    async def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> int:
+        return await self.coordinator.add_partitions(
+            transactional_id, producer_id, epoch, partitions
+        )
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        return self.coordinator.verify_partitions(transactional_id, producer_id, epoch, partitions)
+
+    async def add_offsets(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str
+    ) -> int:
+        """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins."""
+        partition = (OFFSETS_TOPIC, self.offsets_partition(group_id))
+        return await self.coordinator.add_partitions(
+            transactional_id, producer_id, epoch, [partition]
+        )
+
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    ) -> int:
+        return await self.coordinator.end_txn(transactional_id, producer_id, epoch, commit)

@@ -1,0 +1,126 @@
+"""One transactional id's state at its coordinator, and the moves Kafka allows between states.
+
+Owns: ``TxnState`` (Kafka's ids, as ``__transaction_state`` stores them), ``TxnMetadata``
+(producer id and epoch, the previous ones, the timeout, the state, the partitions of the
+ongoing transaction, its times) and ``record_of`` / ``metadata_of``, which turn it into
+the key and value of a ``__transaction_state`` record and back. Pure data; no I/O.
+
+The states, as Kafka's ``TransactionState``: a new id is EMPTY; its first
+AddPartitionsToTxn makes it ONGOING; EndTxn moves it to PREPARE_COMMIT or PREPARE_ABORT
+(the client is answered then: the outcome is decided), and once every partition has its
+marker to COMPLETE_COMMIT or COMPLETE_ABORT, from where the next AddPartitionsToTxn
+begins again. DEAD is an id being forgotten (its tombstone). A state change is written to
+``__transaction_state`` before it counts; while one is being written the id is ``pending``
+and requests for it are answered CONCURRENT_TRANSACTIONS.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+
+from ...protocol.messages.txn_records import (
+    TransactionLogKey,
+    TransactionLogValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+# Kafka bumps to a new producer id when the epoch would reach Short.MaxValue.
+MAX_PRODUCER_EPOCH = 2**15 - 1
+
+TopicPartition = tuple[str, int]
+
+
+class TxnState(enum.IntEnum):
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+    @property
+    def label(self) -> str:
+        """Kafka's name (DescribeTransactions, ListTransactions, the admin API)."""
+        return "".join(w.capitalize() for w in self.name.split("_"))
+
+    @property
+    def preparing(self) -> bool:
+        return self in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+
+    @property
+    def complete(self) -> bool:
+        return self in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT, TxnState.EMPTY)
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TxnState = TxnState.EMPTY
+    last_producer_id: int = NO_PRODUCER_ID
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+    partitions: frozenset[TopicPartition] = field(default_factory=frozenset)
+    start_ms: int = -1
+    update_ms: int = -1
+    pending: bool = False  # a state change is being written
+
+    def moved(self, **changes: object) -> TxnMetadata:
+        """A copy with ``changes`` (never pending: the copy is what is being written)."""
+        return replace(self, pending=False, **changes)  # type: ignore[arg-type]
+
+
+def record_of(meta: TxnMetadata) -> tuple[bytes, bytes | None]:
+    """The key and value of ``meta``'s ``__transaction_state`` record (DEAD: a tombstone)."""
+    key = encode_key(TransactionLogKey(transactional_id=meta.transactional_id))
+    if meta.state is TxnState.DEAD:
+        return key, None
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(meta.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    value = TransactionLogValue(
+        producer_id=meta.producer_id,
+        previous_producer_id=meta.last_producer_id,
+        producer_epoch=meta.producer_epoch,
+        transaction_timeout_ms=meta.timeout_ms,
+        transaction_status=int(meta.state),
+        transaction_partitions=[
+            TransactionLogValue.PartitionsSchema(topic=t, partition_ids=ps)
+            for t, ps in by_topic.items()
+        ],
+        transaction_last_update_timestamp_ms=meta.update_ms,
+        transaction_start_timestamp_ms=meta.start_ms,
+    )
+    return key, encode_value(value)
+
+
+def metadata_of(key: bytes, value: bytes | None) -> tuple[str, TxnMetadata | None]:
+    """The transactional id of a record and its metadata (None: a tombstone). Raises
+    ``CorruptRequest`` for a record that is not one."""
+    txn_id = decode_key(key).transactional_id
+    if value is None:
+        return txn_id, None
+    v = decode_value(value)
+    partitions = frozenset(
+        (p.topic, i) for p in (v.transaction_partitions or []) for i in p.partition_ids
+    )
+    return txn_id, TxnMetadata(
+        transactional_id=txn_id,
+        producer_id=v.producer_id,
+        producer_epoch=v.producer_epoch,
+        timeout_ms=v.transaction_timeout_ms,
+        state=TxnState(v.transaction_status),
+        last_producer_id=v.previous_producer_id,
+        partitions=partitions,
+        start_ms=v.transaction_start_timestamp_ms,
+        update_ms=v.transaction_last_update_timestamp_ms,
+    )
