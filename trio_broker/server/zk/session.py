@@ -100,11 +100,21 @@ class ZkSession:
         self._changed = trio.Event()
 
     def _to_loop(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on the broker's loop, from one of kazoo's threads."""
+        """Have ``fn(*args)`` run on the broker's loop, from one of kazoo's threads,
+        without waiting for it: kazoo calls its listeners and watches on its connection
+        thread, which must not block (while it waits, nothing reaches ZooKeeper, pings
+        included, and a busy loop could cost the session). Calls run in the order made."""
         if self._token is None:
             return
+
+        def run() -> None:
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("ZooKeeper callback %s failed", getattr(fn, "__name__", fn))
+
         with contextlib.suppress(trio.RunFinishedError):  # the broker has stopped
-            trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+            self._token.run_sync_soon(run)
 
     async def state_changed(self) -> ZkState:
         """Wait for the next change of the session's state; the new state."""
