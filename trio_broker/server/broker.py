@@ -272,6 +272,7 @@ class Broker:
             lambda: self.control.changed,
         )
         self.control.fetchers = self.fetchers
+        self.fetchers.throttle = self.replica_manager.throttles.follower
         self.config_admin = ConfigAdmin(
             self.broker_id, lambda: self.config, self.update_config, self.topic_admin
         )
@@ -314,6 +315,7 @@ class Broker:
         data, offsets = self.replica_manager, OffsetQueries(self.replica_manager)
         self.produce_many = data.produce_many
         self.read_many = data.read_many
+        self.replication_sent = data.throttles.leader.record_sent
         self.log_size = data.log_size
         self.consumer_horizon = data.consumer_horizon
         self.replication_status = data.replication.status

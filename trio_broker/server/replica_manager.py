@@ -39,6 +39,7 @@ from .io_pool import IoPool
 from .log_cleaner import LogCleaner
 from .purgatory import Purgatory
 from .replication import Replication
+from .replication_quota import ReplicationQuotas
 from .topic_config import effective_topic_config
 
 log = logging.getLogger("trio_broker.server")
@@ -116,6 +117,14 @@ class ReplicaManager:
             produce_purgatory,
             lambda: self.config["replica.lag.time.max.ms"],
             self.min_insync,
+        )
+        # Replication throttles (KIP-73): this broker's sides of them, per topic as its
+        # configs come into force (``_note_min_insync``).
+        self.throttles = ReplicationQuotas(
+            config.broker_id,
+            lambda: self.config,
+            samples=config["replication.quota.window.num"],
+            window_s=config["replication.quota.window.size.seconds"],
         )
         # Partitions whose last append failed on the disk: a full disk is logged once when
         # it starts failing and once when appends work again, not once per produce.
@@ -199,10 +208,12 @@ class ReplicaManager:
         for p in topic.partitions:
             self.logs.delete(topic.name, p.index)
         self._min_insync.pop(topic.name, None)
+        self.throttles.forget_topic(topic.name)
 
     def _note_min_insync(self, topic: TopicInfo) -> None:
         entry = effective_topic_config(self.config, topic.configs)["min.insync.replicas"]
         self._min_insync[topic.name] = int(entry.value)
+        self.throttles.note_topic(topic.name, topic.configs)
 
     def min_insync(self, topic: str) -> int:
         return self._min_insync.get(topic, 1)
@@ -381,7 +392,8 @@ class ReplicaManager:
         is refused, and a last fetched epoch the log does not hold up to the fetch offset
         is answered with the diverging epoch (its end in this log) and no records. A
         follower (``replica_id`` >= 0) reads past the high watermark, and its fetch offset
-        is its progress (``Replication.follower_fetched``)."""
+        is its progress (``Replication.follower_fetched``); a partition the leader's
+        replication throttle holds back comes back ``held``, without records."""
         results: list[ReadResult | None] = [None] * len(items)
         jobs: list[tuple[int, PartitionLog, int, int]] = []
         for i, (topic, partition, offset, limit, current, last_fetched) in enumerate(items):
@@ -404,6 +416,16 @@ class ReplicaManager:
             else:
                 if replica_id >= 0:
                     self.replication.follower_fetched(topic, partition, replica_id, offset)
+                    if self._held(topic, partition, replica_id, plog, offset):
+                        results[i] = ReadResult(
+                            ErrorCode.NONE,
+                            plog.high_watermark,
+                            plog.last_stable_offset,
+                            plog.log_start_offset,
+                            b"",
+                            held=True,
+                        )
+                        continue
                 jobs.append((i, plog, offset, limit))
         follower = replica_id >= 0
         if jobs:
@@ -429,6 +451,15 @@ class ReplicaManager:
             for (i, plog, _, _), outcome in zip(jobs, await self.io.run(read_all), strict=True):
                 results[i] = self._read_result(items[i][0], items[i][1], plog, outcome)
         return [r for r in results if r is not None]
+
+    def _held(self, topic: str, partition: int, replica: int, plog: PartitionLog, at: int) -> bool:
+        """A follower's read the leader's replication throttle holds back (Kafka's
+        shouldLeaderThrottle); an offset out of range is read, to be answered as such."""
+        if not plog.log_start_offset <= at <= plog.log_end_offset:
+            return False
+        state = self.replication.leaders.get((topic, partition))
+        in_sync = state is not None and replica in state.isr
+        return self.throttles.leader.holds(topic, partition, in_sync)
 
     def _read_result(
         self, topic: str, partition: int, plog: PartitionLog, outcome: ReadInfo | Exception
