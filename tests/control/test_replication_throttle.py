@@ -1,7 +1,8 @@
 """Replication throttles (KIP-73) in a ZooKeeper cluster: a new replica of a partition
 holding a few megabytes catches up no faster than the throttle allows, on the follower's
-side or the leader's, while without a throttle it is done at once; in-sync replicas are
-never throttled; bad throttled-replicas lists are refused naming the key.
+side or the leader's, while without a throttle it is done at once; ``trio-broker-controller
+reassign --throttle`` sets the throttles of a move and ``--verify`` removes them; in-sync
+replicas are never throttled; bad throttled-replicas lists are refused naming the key.
 Real ZooKeeper, real broker processes, confluent-kafka clients.
 
 Sizes are small (3 MB at 1 MB/s) so that each throttled copy lasts about two seconds: the
@@ -28,6 +29,7 @@ from confluent_kafka.admin import (
 from kazoo.client import KazooClient
 
 from trio_broker.protocol.messages.configs import DescribeConfigsRequest
+from trio_broker.tools import controller
 from trio_broker.tools.client import WireClient
 from trio_broker.tools.cluster_ops import ClusterOps
 
@@ -150,6 +152,54 @@ def test_a_new_replica_catches_up_at_the_follower_or_the_leader_throttle(
         assert 'kafka_server_replication_throttled_rate{side="leader"} 1e+06' in text
         assert "kafka_server_leader_replication_byte_rate " in text
         assert 'kafka_server_replication_throttle_held_back_total{side="leader"}' in text
+    finally:
+        stop_all(brokers)
+
+
+def test_the_controller_tool_throttles_a_move_and_verify_removes_the_throttles(
+    tmp_path: Path, zk: tuple[str, KazooClient], capsys: pytest.CaptureFixture[str]
+) -> None:
+    connect, client = zk
+    brokers = start(tmp_path, connect, [0, 1])
+    cluster = [f"--cluster={tmp_path / f'b{i}' / 'listeners.json'}" for i in (0, 1)]
+    try:
+        _fill(brokers, "moved", [0], SIZE)
+        began = time.monotonic()
+        args = ["reassign", "moved", "0", "--to", "0,1", "--throttle", str(RATE)]
+        assert controller.main([*cluster, *args]) == 0
+        out = capsys.readouterr().out
+        assert f"throttled at {RATE} B/s on brokers [0, 1]" in out and "moved-0: ok" in out
+        # As Kafka's tool: the current replicas throttled as leaders, the new as followers.
+        for b in (0, 1):
+            own = _described(brokers[b], 4, str(b))
+            assert own[LEADER_RATE] == own[FOLLOWER_RATE] == str(RATE)
+            until(
+                f"broker {b} has the topic's lists",
+                lambda b=b: (
+                    (d := _described(brokers[b], 2, "moved"))[LEADER_LIST] == "0:0"
+                    and d[FOLLOWER_LIST] == "0:1"
+                ),
+            )
+
+        verify = [*cluster, "reassign", "moved", "0", "--verify"]
+
+        def verified() -> bool:
+            assert controller.main(verify) == 0
+            return "done" in capsys.readouterr().out
+
+        until("the move verified done", verified, timeout=60)
+        assert time.monotonic() - began >= 0.9 * SLOWEST
+        assert _moved(client, "moved", [0, 1])
+        for b in (0, 1):  # the throttles are gone
+            own = _described(brokers[b], 4, str(b))
+            assert own[LEADER_RATE] == own[FOLLOWER_RATE] == str(2**63 - 1)
+            until(
+                f"broker {b} has the lists removed",
+                lambda b=b: (
+                    (d := _described(brokers[b], 2, "moved"))[LEADER_LIST] == ""
+                    and d[FOLLOWER_LIST] == ""
+                ),
+            )
     finally:
         stop_all(brokers)
 
