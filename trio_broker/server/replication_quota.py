@@ -46,6 +46,7 @@ THROTTLED_RATE = {
 NO_THROTTLE = LONG_MAX  # Kafka's default rate: Long.MAX_VALUE, no throttle
 
 EVERY_PARTITION: frozenset[int] | None = None  # what "*" throttles
+_NONE: frozenset[int] = frozenset()
 _ENTRY = re.compile(r"[0-9]+:[0-9]+")
 _EXPECTED = (
     "must be the literal '*' or a list of replicas in the following format: "
@@ -121,9 +122,8 @@ class ReplicationQuota:
         self._throttled.pop(topic, None)
 
     def is_throttled(self, topic: str, partition: int) -> bool:
-        if topic not in self._throttled:
-            return False
-        partitions = self._throttled[topic]
+        # One lookup: the lists change on worker threads (a topic's configs put in force)
+        partitions = self._throttled.get(topic, _NONE)
         return partitions is None or partition in partitions
 
     def throttled_among(self, keys: Iterable[tuple[str, int]]) -> int:
