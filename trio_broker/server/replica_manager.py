@@ -4,7 +4,9 @@ ReplicaManager, for one broker with one replica per partition).
 Owns: ``ReplicaManager``: opening the log manager at start-up (recovering what a crash
 left), creating and deleting partition logs with their topic's configuration, appending
 validated record batches, reading batches as file regions (the offset questions are
-``offset_queries``'), and the periodic flush, retention and compaction (``LogCleaner``).
+``offset_queries``'), the replication throttles' state (``ReplicationQuotas``: the leader
+holds a throttled partition back from a follower out of the ISR here), and the periodic
+flush, retention and compaction (``LogCleaner``).
 Appends that may wait for the disk (an fsync by the flush policy, a segment roll, or a
 large batch) run in worker threads bounded by the io limiter (``num.io.threads``); small
 ones that only write to the page cache run inline, as do reads (index lookups and a few
@@ -119,7 +121,7 @@ class ReplicaManager:
             self.min_insync,
         )
         # Replication throttles (KIP-73): this broker's sides of them, per topic as its
-        # configs come into force (``_note_min_insync``).
+        # configs come into force (``_note_topic_configs``).
         self.throttles = ReplicationQuotas(
             config.broker_id,
             lambda: self.config,
@@ -155,7 +157,7 @@ class ReplicaManager:
         )
         for t in topics:
             if self.cluster.authoritative:  # the controller says which logs are held here
-                self._note_min_insync(t)
+                self._note_topic_configs(t)
             else:
                 self.create_logs(t)
         for _, plog in self.logs.logs():
@@ -188,7 +190,7 @@ class ReplicaManager:
         that has none (blocking)."""
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
-        self._note_min_insync(topic)
+        self._note_topic_configs(topic)
         for p in topic.partitions:
             if only is not None and p.index != only:
                 continue
@@ -210,7 +212,9 @@ class ReplicaManager:
         self._min_insync.pop(topic.name, None)
         self.throttles.forget_topic(topic.name)
 
-    def _note_min_insync(self, topic: TopicInfo) -> None:
+    def _note_topic_configs(self, topic: TopicInfo) -> None:
+        """The topic's configs read on the data path: min.insync.replicas and the
+        replication throttles' lists (called as they come into force, on any thread)."""
         entry = effective_topic_config(self.config, topic.configs)["min.insync.replicas"]
         self._min_insync[topic.name] = int(entry.value)
         self.throttles.note_topic(topic.name, topic.configs)
@@ -221,7 +225,7 @@ class ReplicaManager:
     def reconfigure(self, topic: TopicInfo) -> None:
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
-        self._note_min_insync(topic)
+        self._note_topic_configs(topic)
         for p in topic.partitions:
             plog = self.logs.get(topic.name, p.index)
             if plog is not None:
@@ -416,15 +420,8 @@ class ReplicaManager:
             else:
                 if replica_id >= 0:
                     self.replication.follower_fetched(topic, partition, replica_id, offset)
-                    if self._held(topic, partition, replica_id, plog, offset):
-                        results[i] = ReadResult(
-                            ErrorCode.NONE,
-                            plog.high_watermark,
-                            plog.last_stable_offset,
-                            plog.log_start_offset,
-                            b"",
-                            held=True,
-                        )
+                    if held := self._held(topic, partition, replica_id, plog, offset):
+                        results[i] = held
                         continue
                 jobs.append((i, plog, offset, limit))
         follower = replica_id >= 0
@@ -452,14 +449,20 @@ class ReplicaManager:
                 results[i] = self._read_result(items[i][0], items[i][1], plog, outcome)
         return [r for r in results if r is not None]
 
-    def _held(self, topic: str, partition: int, replica: int, plog: PartitionLog, at: int) -> bool:
-        """A follower's read the leader's replication throttle holds back (Kafka's
-        shouldLeaderThrottle); an offset out of range is read, to be answered as such."""
+    def _held(
+        self, topic: str, partition: int, replica: int, plog: PartitionLog, at: int
+    ) -> ReadResult | None:
+        """The answer, without records, to a follower's read the leader's replication
+        throttle holds back (Kafka's shouldLeaderThrottle), or None to read it (an offset
+        out of range is read, to be answered as such)."""
         if not plog.log_start_offset <= at <= plog.log_end_offset:
-            return False
+            return None
         state = self.replication.leaders.get((topic, partition))
         in_sync = state is not None and replica in state.isr
-        return self.throttles.leader.holds(topic, partition, in_sync)
+        if not self.throttles.leader.holds(topic, partition, in_sync):
+            return None
+        hw, lso, start = plog.high_watermark, plog.last_stable_offset, plog.log_start_offset
+        return ReadResult(ErrorCode.NONE, hw, lso, start, b"", held=True)
 
     def _read_result(
         self, topic: str, partition: int, plog: PartitionLog, outcome: ReadInfo | Exception
