@@ -15,9 +15,11 @@ Leader epochs, as Kafka's leader: a current leader epoch (v9+) older than the le
 FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; a last fetched epoch (v12+) that
 the log does not hold up to the fetch offset gets the diverging epoch and no records. A
 follower's fetch reads past the high watermark and tells the leader how far the follower
-has come. From v16 a partition whose leader moved names the current leader, and the
-response the leaders' endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD:
-read, unused.
+has come; a partition the leader's replication throttle holds back (KIP-73) is answered
+without records, its growth does not complete a parked fetch (Kafka's DelayedFetch), and
+the bytes a follower is sent count against that throttle (``replication_sent``). From v16
+a partition whose leader moved names the current leader, and the response the leaders'
+endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD: read, unused.
 """
 
 from __future__ import annotations
@@ -204,6 +206,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     if not k:
                         _release(r.records)
                 session.rotate(w.key for w, r in zip(wanted, results, strict=True) if r.size)
+        if follower and may_replicate:
+            broker.replication_sent(
+                [
+                    (w.topic, w.partition, r.size)
+                    for w, r in zip(shown, shown_results, strict=True)
+                    if r.size and w.topic is not None
+                ]
+            )
         topics = _group(shown, shown_results, v, committed)
         return FetchResponse(
             throttle_time_ms=ctx.throttle_time_ms,
@@ -227,6 +237,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     base = {key: broker.log_size(*key) for key in keys}
     horizons = {} if follower else {key: broker.consumer_horizon(*key) for key in keys}
     results = await read_all()
+    for w, r in zip(wanted, results, strict=True):
+        if r.held and w.topic is not None:  # held back by the replication throttle:
+            base.pop((w.topic, w.partition), None)  # its growth is no news
     available = sum(r.size for r in results)
     errors = any(r.error_code != ErrorCode.NONE or r.diverging_epoch for r in results)
     if req.max_wait_ms <= 0 or available >= req.min_bytes or errors or not wanted:

@@ -155,6 +155,9 @@ class ReadResult:
     size: int = 0
     # (epoch, end offset) when the fetcher's last fetched epoch diverges from the log
     diverging_epoch: tuple[int, int] | None = None
+    # a follower's read held back by the leader's replication throttle (KIP-73): no
+    # records, the offsets right
+    held: bool = False
 
 
 class ConfigEntryView(Protocol):
@@ -297,6 +300,11 @@ class BrokerView(Protocol):
     ) -> list[ReadResult]:
         """Read each item, ``max_bytes`` in all; the first batch found comes back even if
         larger (KIP-74). A follower (``replica_id`` >= 0) reads up to the log end."""
+        ...
+
+    def replication_sent(self, sizes: Sequence[tuple[str, int, int]]) -> None:
+        """A follower's Fetch response carries these (topic, partition, bytes): those of
+        partitions throttled here as leader count against its replication throttle."""
         ...
 
     def log_size(self, topic: str, partition: int) -> int:

@@ -69,15 +69,11 @@ from .throttling import Throttler
 from .topic_admin import TopicAdmin, side_by_side
 from .topic_config import config_doc, config_type_name, effective_topic_config
 from .topics import TopicCatalog
-from .zk.broker_configs import ZkBrokerConfigs
-from .zk.config_changes import ZkConfigChanges
 from .zk.controller_requests import ControllerRequests
-from .zk.isr_writer import ZkIsrWriter
 from .zk.layout import Registration
 from .zk.membership import ZkMembership
 from .zk.producer_ids import claim_block
-from .zk.topic_configs import ZkTopicConfigs
-from .zk.topics import ZkTopics
+from .zk.wiring import join_cluster
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).
 AdminServer = Callable[["Broker"], AbstractAsyncContextManager[str | None]]
@@ -270,6 +266,7 @@ class Broker:
             lambda: self.control.changed,
         )
         self.control.fetchers = self.fetchers
+        self.fetchers.throttle = self.replica_manager.throttles.follower
         # A ZooKeeper cluster's changes go to ZooKeeper first (ZkBrokerConfigs).
         self.update_config: UpdateConfig = self.keep_config
         self.config_admin = ConfigAdmin(
@@ -287,21 +284,7 @@ class Broker:
         self.delete_topic = topics.delete_topic
         self.create_partitions = topics.create_partitions
         if self.zk is not None:  # topics are the controller's to place, through ZooKeeper
-            self.cluster.authoritative = True
-            self.cluster.fenced = lambda: self.zk is not None and self.zk.coordinator.fenced
-            zk_topics = ZkTopics(self.zk.session, topics, self.control)
-            changes = ZkConfigChanges(self.zk.session)
-            self.zk.watchers.append(changes.run)
-            zk_configs = ZkTopicConfigs(self.zk.session, topics, changes)
-            self.config_admin.topics, zk_topics.announce = zk_configs, zk_configs.announce
-            zk_brokers = ZkBrokerConfigs(self.zk.session, changes, self)
-            self.update_config = self.config_admin.update_config = zk_brokers.update_config
-            self.create_topic = zk_topics.create_topic
-            self.delete_topic = zk_topics.delete_topic
-            self.create_partitions = zk_topics.create_partitions
-            epoch = lambda: self.cluster.controller_epoch  # noqa: E731
-            isr = ZkIsrWriter(self.zk.session, self.broker_id, epoch)
-            self.replica_manager.replication.isr_writer = isr
+            join_cluster(self)
         self.control.offsets_role = self.group_coordinator.role_changed
         zk_create = self.create_topic if self.zk is not None else None
         self.locate_group_coordinator = GroupLocator(self, zk_create).locate
@@ -317,6 +300,7 @@ class Broker:
         data, offsets = self.replica_manager, OffsetQueries(self.replica_manager)
         self.produce_many = data.produce_many
         self.read_many = data.read_many
+        self.replication_sent = data.throttles.leader.record_sent
         self.log_size = data.log_size
         self.consumer_horizon = data.consumer_horizon
         self.replication_status = data.replication.status

@@ -4,7 +4,9 @@ ReplicaManager, for one broker with one replica per partition).
 Owns: ``ReplicaManager``: opening the log manager at start-up (recovering what a crash
 left), creating and deleting partition logs with their topic's configuration, appending
 validated record batches, reading batches as file regions (the offset questions are
-``offset_queries``'), and the periodic flush, retention and compaction (``LogCleaner``).
+``offset_queries``'), the replication throttles' state (``ReplicationQuotas``: the leader
+holds a throttled partition back from a follower out of the ISR here), and the periodic
+flush, retention and compaction (``LogCleaner``).
 Appends that may wait for the disk (an fsync by the flush policy, a segment roll, or a
 large batch) run in worker threads bounded by the io limiter (``num.io.threads``); small
 ones that only write to the page cache run inline, as do reads (index lookups and a few
@@ -39,6 +41,7 @@ from .io_pool import IoPool
 from .log_cleaner import LogCleaner
 from .purgatory import Purgatory
 from .replication import Replication
+from .replication_quota import ReplicationQuotas
 from .topic_config import effective_topic_config
 
 log = logging.getLogger("trio_broker.server")
@@ -117,6 +120,14 @@ class ReplicaManager:
             lambda: self.config["replica.lag.time.max.ms"],
             self.min_insync,
         )
+        # Replication throttles (KIP-73): this broker's sides of them, per topic as its
+        # configs come into force (``_note_topic_configs``).
+        self.throttles = ReplicationQuotas(
+            config.broker_id,
+            lambda: self.config,
+            samples=config["replication.quota.window.num"],
+            window_s=config["replication.quota.window.size.seconds"],
+        )
         # Partitions whose last append failed on the disk: a full disk is logged once when
         # it starts failing and once when appends work again, not once per produce.
         self.storage_failing: set[tuple[str, int]] = set()
@@ -146,7 +157,7 @@ class ReplicaManager:
         )
         for t in topics:
             if self.cluster.authoritative:  # the controller says which logs are held here
-                self._note_min_insync(t)
+                self._note_topic_configs(t)
             else:
                 self.create_logs(t)
         for _, plog in self.logs.logs():
@@ -179,7 +190,7 @@ class ReplicaManager:
         that has none (blocking)."""
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
-        self._note_min_insync(topic)
+        self._note_topic_configs(topic)
         for p in topic.partitions:
             if only is not None and p.index != only:
                 continue
@@ -199,10 +210,14 @@ class ReplicaManager:
         for p in topic.partitions:
             self.logs.delete(topic.name, p.index)
         self._min_insync.pop(topic.name, None)
+        self.throttles.forget_topic(topic.name)
 
-    def _note_min_insync(self, topic: TopicInfo) -> None:
+    def _note_topic_configs(self, topic: TopicInfo) -> None:
+        """The topic's configs read on the data path: min.insync.replicas and the
+        replication throttles' lists (called as they come into force, on any thread)."""
         entry = effective_topic_config(self.config, topic.configs)["min.insync.replicas"]
         self._min_insync[topic.name] = int(entry.value)
+        self.throttles.note_topic(topic.name, topic.configs)
 
     def min_insync(self, topic: str) -> int:
         return self._min_insync.get(topic, 1)
@@ -210,7 +225,7 @@ class ReplicaManager:
     def reconfigure(self, topic: TopicInfo) -> None:
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
-        self._note_min_insync(topic)
+        self._note_topic_configs(topic)
         for p in topic.partitions:
             plog = self.logs.get(topic.name, p.index)
             if plog is not None:
@@ -381,7 +396,8 @@ class ReplicaManager:
         is refused, and a last fetched epoch the log does not hold up to the fetch offset
         is answered with the diverging epoch (its end in this log) and no records. A
         follower (``replica_id`` >= 0) reads past the high watermark, and its fetch offset
-        is its progress (``Replication.follower_fetched``)."""
+        is its progress (``Replication.follower_fetched``); a partition the leader's
+        replication throttle holds back comes back ``held``, without records."""
         results: list[ReadResult | None] = [None] * len(items)
         jobs: list[tuple[int, PartitionLog, int, int]] = []
         for i, (topic, partition, offset, limit, current, last_fetched) in enumerate(items):
@@ -404,6 +420,9 @@ class ReplicaManager:
             else:
                 if replica_id >= 0:
                     self.replication.follower_fetched(topic, partition, replica_id, offset)
+                    if held := self._held(topic, partition, replica_id, plog, offset):
+                        results[i] = held
+                        continue
                 jobs.append((i, plog, offset, limit))
         follower = replica_id >= 0
         if jobs:
@@ -429,6 +448,21 @@ class ReplicaManager:
             for (i, plog, _, _), outcome in zip(jobs, await self.io.run(read_all), strict=True):
                 results[i] = self._read_result(items[i][0], items[i][1], plog, outcome)
         return [r for r in results if r is not None]
+
+    def _held(
+        self, topic: str, partition: int, replica: int, plog: PartitionLog, at: int
+    ) -> ReadResult | None:
+        """The answer, without records, to a follower's read the leader's replication
+        throttle holds back (Kafka's shouldLeaderThrottle), or None to read it (an offset
+        out of range is read, to be answered as such)."""
+        if not plog.log_start_offset <= at <= plog.log_end_offset:
+            return None
+        state = self.replication.leaders.get((topic, partition))
+        in_sync = state is not None and replica in state.isr
+        if not self.throttles.leader.holds(topic, partition, in_sync):
+            return None
+        hw, lso, start = plog.high_watermark, plog.last_stable_offset, plog.log_start_offset
+        return ReadResult(ErrorCode.NONE, hw, lso, start, b"", held=True)
 
     def _read_result(
         self, topic: str, partition: int, plog: PartitionLog, outcome: ReadInfo | Exception

@@ -1,7 +1,8 @@
 """Topic-level configuration, under Kafka's topic config names (LogConfig's).
 
 Owns: the topic definition table (``TOPIC_CONFIG_DEF``) with, for each key, the broker key
-it defaults from (``TOPIC_BROKER_KEYS``: ``retention.ms`` <- ``log.retention.ms``, ...);
+it defaults from (``TOPIC_BROKER_KEYS``: ``retention.ms`` <- ``log.retention.ms``, ...;
+the replication throttles' ``*.replication.throttled.replicas`` have none: empty lists);
 ``validate_topic_configs``, which CreateTopics and AlterConfigs use to check a topic's
 overrides (its ``ConfigError`` message is what they send back with INVALID_CONFIG); and
 ``effective_topic_config``, which DescribeConfigs uses: every key's value with its source
@@ -18,7 +19,17 @@ from types import MappingProxyType
 from typing import Any
 
 from .config import BROKER_CONFIG_DEF, BrokerConfig
-from .configdef import HIDDEN, ConfigEntry, ConfigError, ConfigKey, ConfigSource, looks_sensitive
+from .configdef import (
+    HIDDEN,
+    Check,
+    ConfigEntry,
+    ConfigError,
+    ConfigKey,
+    ConfigSource,
+    ConfigType,
+    looks_sensitive,
+)
+from .replication_quota import FOLLOWER, LEADER, THROTTLED_REPLICAS, throttled_replicas_problem
 
 __all__ = [
     "TOPIC_BROKER_KEYS",
@@ -110,10 +121,27 @@ def _topic_key(name: str, broker_key: str, doc: str) -> ConfigKey:
     return ConfigKey(name, broker.type, None, doc, broker.validator, dynamic=True)
 
 
+def _throttled_replicas(side: str) -> ConfigKey:
+    doc = (
+        f"Replicas throttled on the {side}'s side of replication while out of the ISR "
+        f"(KIP-73, at {side}.replication.throttled.rate): '*' for all, or "
+        "partition:broker,... (each broker takes the entries naming it); empty: none."
+    )
+    check = Check("'*' or a list of partition:broker", throttled_replicas_problem)
+    return ConfigKey(THROTTLED_REPLICAS[side], ConfigType.LIST, None, doc, check, dynamic=True)
+
+
+# Topic keys with no broker key: their default is their own (an empty list).
+_TOPIC_ONLY_KEYS = tuple(_throttled_replicas(side) for side in (LEADER, FOLLOWER))
+
 TOPIC_CONFIG_DEF: Mapping[str, ConfigKey] = MappingProxyType(
-    {name: _topic_key(name, broker_key, doc) for name, broker_key, doc in _TOPIC_KEYS}
+    {
+        **{name: _topic_key(name, broker_key, doc) for name, broker_key, doc in _TOPIC_KEYS},
+        **{key.name: key for key in _TOPIC_ONLY_KEYS},
+    }
 )
-"""Every topic key, by name. Defaults are ``None``: a topic's default is a broker value."""
+"""Every topic key, by name. Defaults are ``None``: a topic's default is a broker value,
+or for a key no broker key backs (the throttled-replicas lists), the empty list."""
 
 TOPIC_BROKER_KEYS: Mapping[str, str] = MappingProxyType(
     {name: broker_key for name, broker_key, _ in _TOPIC_KEYS}
@@ -154,6 +182,8 @@ def effective_topic_config(
         value = typed.get(name)
         if value is not None:
             source = ConfigSource.TOPIC_CONFIG
+        elif name not in TOPIC_BROKER_KEYS:
+            value, source = (), ConfigSource.DEFAULT_CONFIG
         else:
             broker_key = TOPIC_BROKER_KEYS[name]
             value = broker_cfg[broker_key]

@@ -1,0 +1,42 @@
+"""What a broker in a ZooKeeper cluster puts in place of its single-broker services.
+
+Owns: ``join_cluster``. The cluster view becomes the controller's (authoritative, fenced
+while the session is lost); topics are created, deleted and grown through ZooKeeper
+(``ZkTopics``: the controller places them); topic and broker config changes are the
+cluster's (``ZkTopicConfigs``, ``ZkBrokerConfigs``, one ``ZkConfigChanges`` follower
+beside the registration); a leader's ISR changes are written to ZooKeeper
+(``ZkIsrWriter``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .broker_configs import ZkBrokerConfigs
+from .config_changes import ZkConfigChanges
+from .isr_writer import ZkIsrWriter
+from .topic_configs import ZkTopicConfigs
+from .topics import ZkTopics
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+
+def join_cluster(broker: Broker) -> None:
+    zk = broker.zk
+    assert zk is not None
+    session, topics = zk.session, broker.topic_admin
+    broker.cluster.authoritative = True
+    broker.cluster.fenced = lambda: zk.coordinator.fenced
+    zk_topics = ZkTopics(session, topics, broker.control)
+    changes = ZkConfigChanges(session)
+    zk.watchers.append(changes.run)
+    zk_configs = ZkTopicConfigs(session, topics, changes)
+    broker.config_admin.topics, zk_topics.announce = zk_configs, zk_configs.announce
+    zk_brokers = ZkBrokerConfigs(session, changes, broker)
+    broker.update_config = broker.config_admin.update_config = zk_brokers.update_config
+    broker.create_topic = zk_topics.create_topic
+    broker.delete_topic = zk_topics.delete_topic
+    broker.create_partitions = zk_topics.create_partitions
+    isr = ZkIsrWriter(session, broker.broker_id, lambda: broker.cluster.controller_epoch)
+    broker.replica_manager.replication.isr_writer = isr
