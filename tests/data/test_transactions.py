@@ -15,6 +15,7 @@ read_uncommitted sees every data record.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -32,6 +33,7 @@ from trio_broker.records.builder import Record, build_batch
 from trio_broker.records.reader import iter_batches, iter_records
 
 from ..records.kafka_oracle import kp_batch
+from ..support.brokers import BrokerThread
 from ..support.wire import AsyncWireClient
 from .test_wire_data_path import address, fetch_req, make_topic, produce_req
 
@@ -297,3 +299,26 @@ async def test_write_txn_markers_is_listed_and_needs_cluster_action(run_broker) 
     versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert versions[27] == (0, 1)
     assert await markers(c, (A, True)) == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+
+
+def test_a_restart_keeps_lso_aborted_index_and_open_transactions(tmp_path: Path) -> None:
+    settings = {"listeners": "PLAINTEXT://127.0.0.1:0"}
+
+    async def before(bootstrap: str) -> None:
+        await layout(await AsyncWireClient.connect(bootstrap))
+
+    async def after(bootstrap: str) -> None:
+        c = await AsyncWireClient.connect(bootstrap)
+        (p,) = (await c.request(committed_fetch(0), 11)).responses[0].partitions
+        assert (p.high_watermark, p.last_stable_offset) == (9, 7)
+        assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(A, 1)]
+        assert await markers(c, (C, True)) == [0]  # C's transaction was still open
+        (p,) = (await c.request(committed_fetch(0), 11)).responses[0].partitions
+        assert p.last_stable_offset == 10
+
+    for check in (before, after):
+        b = BrokerThread(tmp_path / "data", settings).start()
+        try:
+            trio.run(check, b.bootstrap)
+        finally:
+            b.stop()
