@@ -100,10 +100,6 @@ class LogCore:
     def _publish(self) -> None:
         active = self._segments[-1]
         end = active.next_offset
-        # What the high watermark has certainly passed (the stored one: the only
-        # replica's lags its end until a flush) no longer holds anything back.
-        passed = min(self._high_watermark, end)
-        self._completed = [c for c in self._completed if c[1] >= passed]
         unstable = tuple(self._completed) + tuple(
             (first, _ONGOING) for first in self._producers.ongoing.values()
         )
@@ -186,7 +182,13 @@ class LogCore:
             hw = min(max(offset, self._log_start), self._segments[-1].next_offset)
             changed = hw != self._high_watermark
             self._high_watermark = hw
+            if self._completed:
+                self._prune_completed(hw)
             return changed
+
+    def _prune_completed(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is below ``high_watermark`` are stable."""
+        self._completed = [c for c in self._completed if c[1] >= high_watermark]
 
     def _set_recovery_point(self, offset: int) -> None:
         # The only replica's stored high watermark follows what is flushed: the checkpoint

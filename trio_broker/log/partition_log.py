@@ -195,6 +195,8 @@ class PartitionLog(LogCore):
                 done = self._producers.update(header, now_ms, marker)
                 if done is not None:
                     self._txn_completed(done, active.base_offset)
+        if self._completed and not self.replicated:  # its high watermark is its end
+            self._prune_completed(stamped.last_offset + 1)
         if flush:
             self._set_recovery_point(stamped.last_offset + 1)
             self._unflushed = 0
