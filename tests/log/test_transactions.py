@@ -86,8 +86,11 @@ RULES = [
 ]
 
 
+@pytest.mark.parametrize("restart", [False, True], ids=["", "after a restart"])
 @pytest.mark.parametrize(("appends", "error"), [r[1:] for r in RULES], ids=[r[0] for r in RULES])
-def test_producer_state_rules(tmp_path: Path, appends: list, error: int | None) -> None:
+def test_producer_state_rules(
+    tmp_path: Path, appends: list, error: int | None, restart: bool
+) -> None:
     log = open_log(tmp_path)
 
     def one(step: tuple) -> None:  # type: ignore[type-arg]
@@ -105,6 +108,9 @@ def test_producer_state_rules(tmp_path: Path, appends: list, error: int | None) 
     *before, last = appends
     for step in before:
         one(step)
+    if restart:  # the rules hold on what the snapshot and the replay rebuild
+        log.close()
+        log = open_log(tmp_path)
     if error is None:
         one(last)
     else:

@@ -82,6 +82,12 @@ class ProducerEntry:
     last_append_ms: int = -1
     coordinator_epoch: int = -1  # of the last marker
     txn_first_offset: int | None = None  # the ongoing transaction's first offset
+    marker_offset: int = -1  # of the last marker
+
+    @property
+    def last_seen(self) -> int:
+        """The last offset of its last batch, data or marker."""
+        return max(self.last_offset, self.marker_offset)
 
     @property
     def last_seq(self) -> int:
@@ -225,6 +231,7 @@ class ProducerStateManager:
             if old is not None:
                 entry.coordinator_epoch = old.coordinator_epoch
                 entry.txn_first_offset = old.txn_first_offset
+                entry.marker_offset = old.marker_offset
             self.producers[header.producer_id] = entry
         if header.is_transactional and entry.txn_first_offset is None:
             entry.txn_first_offset = header.base_offset
@@ -253,6 +260,7 @@ class ProducerStateManager:
             entry.epoch = header.producer_epoch
             entry.batches.clear()
         entry.coordinator_epoch = marker.coordinator_epoch
+        entry.marker_offset = header.base_offset
         entry.last_append_ms = now_ms
         first = entry.txn_first_offset
         entry.txn_first_offset = None
@@ -269,7 +277,7 @@ class ProducerStateManager:
         gone = [
             pid
             for pid, e in self.producers.items()
-            if e.last_offset < log_start_offset and e.txn_first_offset is None
+            if e.last_seen < log_start_offset and e.txn_first_offset is None
         ]
         for pid in gone:
             del self.producers[pid]
@@ -318,6 +326,7 @@ class ProducerStateManager:
                         "last_append_ms": e.last_append_ms,
                         "coordinator_epoch": e.coordinator_epoch,
                         "txn_first_offset": e.txn_first_offset,
+                        "marker_offset": e.marker_offset,
                         "batches": [
                             [
                                 b.first_seq,
@@ -381,6 +390,7 @@ class ProducerStateManager:
                 last_append_ms=p["last_append_ms"],
                 coordinator_epoch=p.get("coordinator_epoch", -1),
                 txn_first_offset=p.get("txn_first_offset"),
+                marker_offset=p.get("marker_offset", -1),
             )
             for b in p["batches"]:
                 entry.batches.append(BatchMeta(*b))
