@@ -322,3 +322,40 @@ def test_a_restart_keeps_lso_aborted_index_and_open_transactions(tmp_path: Path)
             trio.run(check, b.bootstrap)
         finally:
             b.stop()
+
+
+async def test_aborted_list_across_segments_and_a_session_sees_the_lso_move(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker()
+    c = await AsyncWireClient.connect(address(broker))
+    await layout(c)
+    plog = broker.replica_manager.partition("tx", 0)
+    plog.roll(int(time.time() * 1000))  # C's abort marker lands in a segment of its own
+    assert plog.segment_base_offsets[-1] == 9  # (old timestamps rolled the others already)
+
+    # A fetch session at the last stable offset: an incremental fetch has no news for the
+    # partition until a marker moves the LSO.
+    first = committed_fetch(7)
+    first.session_id, first.session_epoch = 0, 0
+    resp = await c.request(first, 11)
+    session = resp.session_id
+    assert session != 0 and resp.responses[0].partitions[0].last_stable_offset == 7
+
+    def incremental(epoch: int) -> FetchRequest:
+        req = committed_fetch(7)
+        req.session_id, req.session_epoch, req.topics = session, epoch, []
+        return req
+
+    assert (await c.request(incremental(1), 11)).responses == []
+    assert await markers(c, (C, False)) == [0]
+    (t,) = (await c.request(incremental(2), 11)).responses
+    assert t.partitions[0].last_stable_offset == 10
+    assert [(a.producer_id, a.first_offset) for a in t.partitions[0].aborted_transactions] == [
+        (C, 7)
+    ]
+
+    (p,) = (await c.request(committed_fetch(0), 11)).responses[0].partitions
+    assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(A, 1), (C, 7)]
+    (p,) = (await c.request(committed_fetch(5), 11)).responses[0].partitions
+    assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(C, 7)]
+    committed = await trio.to_thread.run_sync(confluent_values, address(broker), "read_committed")
+    assert committed == [b"a", b"B1", b"b", b"c"]
