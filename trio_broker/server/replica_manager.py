@@ -106,8 +106,9 @@ class ReplicaManager:
         # The event loop's token, so worker threads can hand figures back to it.
         self.trio_token: trio.lowlevel.TrioToken | None = None
         self.duplicate_batches = 0  # retried idempotent batches answered from the cache
-        # Told (topic, partition, producer id, commit) after a transaction marker is
-        # appended here as the leader (``txn_markers``): the group coordinator's hook.
+        # Told (topic, partition, producer id, commit) once a transaction marker is
+        # appended here as the leader and the ISR holds it (``txn_markers``): the group
+        # coordinator's hook.
         self.marker_observers: list[Callable[[str, int, int, bool], None]] = []
 
         self._min_insync: dict[str, int] = {}

@@ -9,9 +9,11 @@ Kafka's WriteTxnMarkers does with acks=-1, each marker waits until the ISR holds
 signal acks=all produces wait on; REQUEST_TIMED_OUT after ``timeout_ms``,
 NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below ``min.insync.replicas``). After
 each append the parked fetches are told (a read_committed fetch waits for the last
-stable offset a marker moves) and the replica manager's ``marker_observers`` are called
-with (topic, partition, producer id, commit): the group coordinator's hook for
-transactional offset commits. Runs on the event loop; the appends on io threads.
+stable offset a marker moves); once a marker is appended and the ISR holds it, the replica
+manager's ``marker_observers`` are called with (topic, partition, producer id, commit):
+the group coordinator's hook for transactional offset commits (Kafka calls its
+onTransactionCompleted at that point, for the partitions whose marker succeeded). Runs on
+the event loop; the appends on io threads.
 """
 
 from __future__ import annotations
@@ -105,14 +107,19 @@ class TxnMarkerWriter:
                 continue
             rm.fetch_purgatory.check(key)
             rm.replication.appended(*key)
-            for observer in rm.marker_observers:
-                try:
-                    observer(key[0], key[1], markers[i].producer_id, markers[i].commit)
-                except Exception:  # an observer's bug must not fail the marker
-                    log.exception("marker observer failed for %s-%d", *key)
             waiting.append((i, key, outcome + 1))
         deadline = trio.current_time() + self.timeout_ms / 1000
         for i, key, required in waiting:
             left = max(0.0, deadline - trio.current_time())
-            results[i][key] = await rm.replication.wait_replicated(*key, required, left)
+            status = await rm.replication.wait_replicated(*key, required, left)
+            results[i][key] = status
+            if status == ErrorCode.NONE:
+                self._tell_observers(key, markers[i])
         return results
+
+    def _tell_observers(self, key: TopicPartition, marker: TxnMarker) -> None:
+        for observer in self.replicas.marker_observers:
+            try:
+                observer(key[0], key[1], marker.producer_id, marker.commit)
+            except Exception:  # an observer's bug must not fail the marker
+                log.exception("marker observer failed for %s-%d", *key)
