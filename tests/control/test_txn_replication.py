@@ -6,6 +6,9 @@ confluent-kafka read_committed consumer."""
 
 from __future__ import annotations
 
+import os
+import select
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -104,5 +107,47 @@ def test_a_follower_serves_read_committed_the_same_after_a_leader_move(
             assert read_committed(c).last_stable_offset == 10
         seen = confluent_values(brokers[new].bootstrap, "read_committed")
         assert seen == [b"a", b"B1", b"b", b"C1", b"c"]
+    finally:
+        stop_all(brokers)
+
+
+def test_a_marker_is_answered_once_the_isr_holds_it(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, client = zk
+    brokers = start(tmp_path, connect, [0, 1], "replica.lag.time.max.ms=60000")
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
+        admin.create_topics([NewTopic("tx", 1, 2)])["tx"].result(30)
+        until("both replicas in the ISR", lambda: len(partition_state(client, "tx", 0)["isr"]) == 2)
+        leader = partition_state(client, "tx", 0)["leader"]
+        follower = brokers[1 - leader].proc
+        assert follower is not None
+        with WireClient(brokers[leader].bootstrap) as c:
+            assert produce(c, txn_batch(A, 0, b"A1")) == 0
+            os.kill(follower.pid, signal.SIGSTOP)  # in the ISR, but fetching nothing
+            try:
+                c.send(
+                    WriteTxnMarkersRequest(
+                        markers=[
+                            Marker(
+                                producer_id=A,
+                                producer_epoch=0,
+                                transaction_result=True,
+                                topics=[MarkerTopic(name="tx", partition_indexes=[0])],
+                                coordinator_epoch=0,
+                            )
+                        ]
+                    ),
+                    1,
+                )
+                readable, _, _ = select.select([c.sock], [], [], 1.0)
+                assert not readable, "answered before the follower had the marker"
+            finally:
+                os.kill(follower.pid, signal.SIGCONT)
+            _, resp = c.receive()
+            assert resp.markers[0].topics[0].partitions[0].error_code == 0
+            p = read_committed(c)
+            assert (p.high_watermark, p.last_stable_offset) == (2, 2)
     finally:
         stop_all(brokers)
