@@ -5,6 +5,9 @@ the first batch of the first partition that has data is returned even when it is
 so a consumer never gets stuck behind a big batch. If less than ``min_bytes`` is available
 and ``max_wait_ms`` > 0, the request is parked in the purgatory (no handler task waits):
 it completes when enough bytes arrive or when the wait runs out, and reads again then.
+Isolation (v4+): read_uncommitted reads up to the high watermark; read_committed up to the
+last stable offset, each partition listing the aborted transactions (producer id, first
+offset) that overlap the records returned, so the client drops their records.
 Fetch sessions (KIP-227, v7+): epoch 0 opens a session (``apis.fetch_sessions``), later
 requests list only the partitions whose fetch position changed and the topics to forget,
 and get back only the partitions with news; epoch -1 fetches without one.
@@ -44,6 +47,7 @@ PartitionData: Any = item_type(TopicResponse, "partitions")
 EpochEndOffset: Any = item_type(PartitionData, "diverging_epoch")
 LeaderIdAndEpoch: Any = item_type(PartitionData, "current_leader")
 NodeEndpoint: Any = item_type(FetchResponse, "node_endpoints")
+AbortedTransaction: Any = item_type(PartitionData, "aborted_transactions")
 
 READ_COMMITTED = 1
 
@@ -235,7 +239,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     # and a follower's fetch would wait out max_wait_ms while acks=all waits for it).
     keys = [(w.topic, w.partition) for w in wanted if w.topic is not None and not w.denied]
     base = {key: broker.log_size(*key) for key in keys}
-    horizons = {} if follower else {key: broker.consumer_horizon(*key) for key in keys}
+    horizons = {} if follower else {key: broker.consumer_horizon(*key, committed) for key in keys}
     results = await read_all()
     for w, r in zip(wanted, results, strict=True):
         if r.held and w.topic is not None:  # held back by the replication throttle:
@@ -252,8 +256,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     # redoes it.
     for r in results:
         _release(r.records)
-    # A consumer of a replicated partition may read only up to its high watermark: it
-    # waits for that to move (any move counts as enough), not for the log to grow.
+    # A consumer of a replicated partition may read only up to its high watermark (a
+    # read_committed one up to the last stable offset, which a transaction marker moves):
+    # it waits for that to move (any move counts as enough), not for the log to grow.
 
     def ready() -> bool:
         grown = 0
@@ -263,7 +268,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 return True
             horizon = horizons.get(key)
             if horizon is not None:
-                moved = broker.consumer_horizon(*key)
+                moved = broker.consumer_horizon(*key, committed)
                 if moved is None or moved > horizon:
                     return True
                 continue
@@ -308,7 +313,12 @@ def _group(
                 high_watermark=r.high_watermark,
                 last_stable_offset=r.last_stable_offset,
                 log_start_offset=r.log_start_offset,
-                aborted_transactions=[] if committed else None,
+                aborted_transactions=[
+                    AbortedTransaction(producer_id=pid, first_offset=first)
+                    for pid, first in r.aborted_transactions or ()
+                ]
+                if committed
+                else None,
                 records=r.records if r.records is not None else b"",
             )
         )

@@ -1,10 +1,10 @@
 """The narrow view of the broker that API handlers work through.
 
 Owns: the ``BrokerView`` protocol and the plain records it hands out (``BrokerEndpoint``,
-``TopicInfo``, ``PartitionInfo``) and ``broker_name_problem`` (which broker resource names
-are this broker's config: its id, or ``""``, the cluster-wide default). The server
-implements the protocol; handlers depend on nothing else of it, so they can be read (and
-tested) without the network or trio.
+``TopicInfo``, ``PartitionInfo``) or takes (``TxnMarker``) and ``broker_name_problem``
+(which broker resource names are this broker's config: its id, or ``""``, the cluster-wide
+default). The server implements the protocol; handlers depend on nothing else of it, so
+they can be read (and tested) without the network or trio.
 """
 
 from __future__ import annotations
@@ -120,6 +120,17 @@ class WriteResult:
     required_offset: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A transaction's end to write in each of its partitions (WriteTxnMarkers)."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool  # False: abort
+    partitions: Sequence[tuple[str, int]]
+
+
 class ReadItem(NamedTuple):
     """One partition of a Fetch: where to read, and the epochs the fetcher knows."""
 
@@ -158,6 +169,9 @@ class ReadResult:
     # a follower's read held back by the leader's replication throttle (KIP-73): no
     # records, the offsets right
     held: bool = False
+    # read_committed: (producer id, first offset) of the aborted transactions overlapping
+    # the records returned
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 class ConfigEntryView(Protocol):
@@ -315,9 +329,13 @@ class BrokerView(Protocol):
         """FindCoordinator for a group: (broker id, error code, message)."""
         ...
 
-    def consumer_horizon(self, topic: str, partition: int) -> int | None:
-        """A replicated partition's high watermark (what a parked consumer fetch waits
-        on); None for a partition with one replica."""
+    def consumer_horizon(
+        self, topic: str, partition: int, committed_only: bool = False
+    ) -> int | None:
+        """How far a parked consumer fetch may read, when it waits for that to move
+        rather than for the log to grow: a replicated partition's high watermark, or its
+        last stable offset for read_committed (also a single replica's while a
+        transaction holds it below the log end); None otherwise."""
         ...
 
     def replication_status(self, topic: str, partition: int, required_offset: int) -> int | None:
@@ -351,6 +369,16 @@ class BrokerView(Protocol):
         ...
 
     async def new_producer_id(self) -> int: ...
+
+    async def write_txn_markers(
+        self, markers: Sequence[TxnMarker]
+    ) -> list[dict[tuple[str, int], int]]:
+        """Append each marker as the leader of each of its partitions and wait until the
+        ISR holds it (acks=-1); per marker, an error code per (topic, partition): NONE,
+        UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS(_AFTER_APPEND),
+        INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, KAFKA_STORAGE_ERROR,
+        REQUEST_TIMED_OUT."""
+        ...
 
     # -- client quotas (the same store as the admin API's)
 

@@ -69,6 +69,7 @@ from .throttling import Throttler
 from .topic_admin import TopicAdmin, side_by_side
 from .topic_config import config_doc, config_type_name, effective_topic_config
 from .topics import TopicCatalog
+from .txn_markers import TxnMarkerWriter
 from .zk.controller_requests import ControllerRequests
 from .zk.layout import Registration
 from .zk.membership import ZkMembership
@@ -290,8 +291,7 @@ class Broker:
         self.locate_group_coordinator = GroupLocator(self, zk_create).locate
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
-        self.authorize = access.authorize
-        self.authorize_any = access.authorize_any
+        self.authorize, self.authorize_any = access.authorize, access.authorize_any
         self.find_acls = access.find_acls
         self.create_acls = access.create_acls
         self.delete_acls = access.delete_acls
@@ -301,8 +301,8 @@ class Broker:
         self.produce_many = data.produce_many
         self.read_many = data.read_many
         self.replication_sent = data.throttles.leader.record_sent
-        self.log_size = data.log_size
-        self.consumer_horizon = data.consumer_horizon
+        self.log_size, self.consumer_horizon = data.log_size, data.consumer_horizon
+        self.write_txn_markers = TxnMarkerWriter(data).write
         self.replication_status = data.replication.status
         self.log_dirs = data.log_dirs
         self.list_offsets_many = offsets.list_offsets_many

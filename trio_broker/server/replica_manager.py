@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,10 @@ class ReplicaManager:
         # The event loop's token, so worker threads can hand figures back to it.
         self.trio_token: trio.lowlevel.TrioToken | None = None
         self.duplicate_batches = 0  # retried idempotent batches answered from the cache
+        # Told (topic, partition, producer id, commit) once a transaction marker is
+        # appended here as the leader and the ISR holds it (``txn_markers``): the group
+        # coordinator's hook.
+        self.marker_observers: list[Callable[[str, int, int, bool], None]] = []
 
         self._min_insync: dict[str, int] = {}
         # The leader's side of replication (its purgatory for acks=all is the broker's).
@@ -493,6 +497,7 @@ class ReplicaManager:
             log_start_offset=info.log_start_offset,
             records=info.regions if info.regions else b"",
             size=info.size_bytes,
+            aborted_transactions=info.aborted_transactions,
         )
 
     def log_size(self, topic: str, partition: int) -> int:
@@ -501,11 +506,20 @@ class ReplicaManager:
         plog = self.partition(topic, partition)
         return -1 if plog is None else plog.size_bytes
 
-    def consumer_horizon(self, topic: str, partition: int) -> int | None:
-        """The high watermark of a replicated partition (a parked consumer fetch waits
-        for it to move, not for the log to grow); None for a single replica."""
+    def consumer_horizon(
+        self, topic: str, partition: int, committed_only: bool = False
+    ) -> int | None:
+        """The high watermark of a replicated partition, its last stable offset for
+        read_committed (a parked consumer fetch waits for it to move, not for the log to
+        grow); None for a single replica, unless a transaction holds its last stable
+        offset below the log end."""
         plog = self.partition(topic, partition)
-        return plog.high_watermark if plog is not None and plog.replicated else None
+        if plog is None:
+            return None
+        if committed_only:
+            lso = plog.last_stable_offset
+            return lso if plog.replicated or lso < plog.log_end_offset else None
+        return plog.high_watermark if plog.replicated else None
 
     async def log_dirs(self, wanted: Mapping[str, Sequence[int]] | None) -> list[LogDirInfo]:
         """DescribeLogDirs: each log dir, the partitions in it (of ``wanted``, or all)

@@ -22,6 +22,7 @@ from . import (
     sasl,
     scram,
     topics,
+    txn_markers,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "sasl",
     "scram",
     "topics",
+    "txn_markers",
 ]
