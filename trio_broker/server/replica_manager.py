@@ -1,17 +1,16 @@
-"""The partitions this broker leads, their logs, and the data path's I/O (Kafka's
-ReplicaManager, for one broker with one replica per partition).
+"""The partitions this broker holds, their logs, and the data path's I/O (Kafka's
+ReplicaManager; the followers' and leaders' replication is ``replication``'s).
 
 Owns: ``ReplicaManager``: opening the log manager at start-up (recovering what a crash
 left), creating and deleting partition logs with their topic's configuration, appending
-validated record batches, reading batches as file regions (the offset questions are
+validated record batches, reading batches as file regions (offset questions are
 ``offset_queries``'), the replication throttles' state (``ReplicationQuotas``: the leader
 holds a throttled partition back from a follower out of the ISR here), and the periodic
-flush, retention and compaction (``LogCleaner``).
-Appends that may wait for the disk (an fsync by the flush policy, a segment roll, or a
-large batch) run in worker threads bounded by the io limiter (``num.io.threads``); small
-ones that only write to the page cache run inline, as do reads (index lookups and a few
-``pread`` calls on the page cache). After each append the fetch purgatory is told, so
-parked fetches complete as soon as their bytes exist.
+flush, retention and compaction (``LogCleaner``). Appends that may wait for the disk (an
+fsync by the flush policy, a segment roll, or a large batch) run in worker threads bounded
+by the io limiter (``num.io.threads``); small ones that only write to the page cache run
+inline, as do reads (index lookups and a few ``pread`` calls on the page cache). After
+each append the fetch purgatory is told: parked fetches complete once their bytes exist.
 """
 
 from __future__ import annotations
