@@ -25,7 +25,6 @@ from typing import Any
 import trio
 
 from ..apis.services import LogDirInfo, ReadItem, ReadResult, TopicInfo, WriteResult
-from ..log.config import LogConfig
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
 from ..log.partition_log import PartitionLog
@@ -41,49 +40,15 @@ from .log_cleaner import LogCleaner
 from .purgatory import Purgatory
 from .replication import Replication
 from .replication_quota import ReplicationQuotas
-from .topic_config import effective_topic_config
+from .topic_config import NO_FLUSH_MS, effective_topic_config, log_config_for
 
 log = logging.getLogger("trio_broker.server")
-
-_NO_FLUSH_MS = 2**63 - 1
 
 ProduceItem = tuple[str, int, memoryview | None]  # topic, partition, records
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def log_config_for(config: BrokerConfig, overrides: Mapping[str, str | None]) -> LogConfig:
-    """A topic's LogConfig: its own overrides over the broker's log.* defaults."""
-    e = {k: v.value for k, v in effective_topic_config(config, overrides).items()}
-    flush_ms = e["flush.ms"]
-    return LogConfig(
-        segment_bytes=e["segment.bytes"],
-        segment_ms=e["segment.ms"],
-        retention_bytes=e["retention.bytes"],
-        retention_ms=e["retention.ms"],
-        index_interval_bytes=e["index.interval.bytes"],
-        segment_index_bytes=e["segment.index.bytes"],
-        flush_interval_messages=e["flush.messages"],
-        flush_interval_ms=None if flush_ms >= _NO_FLUSH_MS else flush_ms,
-        max_message_bytes=e["max.message.bytes"],
-        message_timestamp_type=e["message.timestamp.type"],
-        compression_type=e["compression.type"],
-        compression_level=_level(e),
-        cleanup_policy=tuple(e["cleanup.policy"]),
-        min_cleanable_dirty_ratio=float(e["min.cleanable.dirty.ratio"]),
-        min_compaction_lag_ms=e["min.compaction.lag.ms"],
-        max_compaction_lag_ms=e["max.compaction.lag.ms"],
-        delete_retention_ms=e["delete.retention.ms"],
-    )
-
-
-def _level(e: Mapping[str, Any]) -> int | None:
-    """The compression level for the topic's codec (KIP-390), None for the default."""
-    codec = e["compression.type"]
-    level = e.get(f"compression.{codec}.level")
-    return None if level is None or level == -1 else int(level)
 
 
 class ReplicaManager:
@@ -563,7 +528,7 @@ class ReplicaManager:
         task_status.started()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.cleaner.run)
-            if flush_every < _NO_FLUSH_MS:
+            if flush_every < NO_FLUSH_MS:
                 nursery.start_soon(self._every, flush_every, self._flush_dirty)
             nursery.start_soon(self._every, retention_every, self._retention)
             hw_every = self.config["replica.high.watermark.checkpoint.interval.ms"]

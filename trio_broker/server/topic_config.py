@@ -7,8 +7,9 @@ the replication throttles' ``*.replication.throttled.replicas`` have none: empty
 overrides (its ``ConfigError`` message is what they send back with INVALID_CONFIG); and
 ``effective_topic_config``, which DescribeConfigs uses: every key's value with its source
 (TOPIC_CONFIG, or the broker's DYNAMIC_BROKER_CONFIG / STATIC_BROKER_CONFIG /
-DEFAULT_CONFIG) and flags. Types and validators are those of the broker key, so a value
-valid for one is valid for the other. Pure functions; no I/O.
+DEFAULT_CONFIG) and flags; ``log_config_for``, the ``LogConfig`` a topic's logs run with.
+Types and validators are those of the broker key, so a value valid for one is valid for
+the other. Pure functions; no I/O.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ..log.config import LogConfig
 from .config import BROKER_CONFIG_DEF, BrokerConfig
 from .configdef import (
     HIDDEN,
@@ -219,3 +221,38 @@ def config_doc(name: str, resource_type: int) -> str | None:
     """A config key's documentation for DescribeConfigs, or None for an unknown key."""
     key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
     return key.doc if key is not None else None
+
+
+NO_FLUSH_MS = 2**63 - 1  # flush.ms at Long.MAX: never flush by time
+
+
+def log_config_for(config: BrokerConfig, overrides: Mapping[str, str | None]) -> LogConfig:
+    """A topic's LogConfig: its own overrides over the broker's log.* defaults."""
+    e = {k: v.value for k, v in effective_topic_config(config, overrides).items()}
+    flush_ms = e["flush.ms"]
+    return LogConfig(
+        segment_bytes=e["segment.bytes"],
+        segment_ms=e["segment.ms"],
+        retention_bytes=e["retention.bytes"],
+        retention_ms=e["retention.ms"],
+        index_interval_bytes=e["index.interval.bytes"],
+        segment_index_bytes=e["segment.index.bytes"],
+        flush_interval_messages=e["flush.messages"],
+        flush_interval_ms=None if flush_ms >= NO_FLUSH_MS else flush_ms,
+        max_message_bytes=e["max.message.bytes"],
+        message_timestamp_type=e["message.timestamp.type"],
+        compression_type=e["compression.type"],
+        compression_level=_level(e),
+        cleanup_policy=tuple(e["cleanup.policy"]),
+        min_cleanable_dirty_ratio=float(e["min.cleanable.dirty.ratio"]),
+        min_compaction_lag_ms=e["min.compaction.lag.ms"],
+        max_compaction_lag_ms=e["max.compaction.lag.ms"],
+        delete_retention_ms=e["delete.retention.ms"],
+    )
+
+
+def _level(e: Mapping[str, Any]) -> int | None:
+    """The compression level for the topic's codec (KIP-390), None for the default."""
+    codec = e["compression.type"]
+    level = e.get(f"compression.{codec}.level")
+    return None if level is None or level == -1 else int(level)
