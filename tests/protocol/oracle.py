@@ -46,7 +46,7 @@ from . import kafka3_schemas
 RESOURCES = Path(kafka.protocol.__file__).parent / "schemas" / "resources"
 # Kafka 3.9's definitions of the controller APIs that Kafka 4.0 removed (LeaderAndIsr,
 # StopReplica, UpdateMetadata, ControlledShutdown): kafka-python 3 does not ship them; and of APIs whose old
-# versions 4.0 removed and we serve (DescribeConfigs v0).
+# versions 4.0 removed and we serve (DescribeConfigs v0, WriteTxnMarkers v0).
 KAFKA3_RESOURCES = Path(kafka3_schemas.__file__).parent
 
 

@@ -50,6 +50,7 @@ KIO_MISSING = {
     "UpdateMetadata",
     "ControlledShutdown",
     "DescribeConfigs v0",
+    "WriteTxnMarkers v0",
 }
 
 # kafka-python writes a tagged struct even at its default (see

@@ -24,6 +24,7 @@ __all__ = [
     "GROUP",
     "NOT_REQUESTED_OPERATIONS",
     "TOPIC",
+    "TRANSACTIONAL_ID",
     "Op",
     "allowed",
     "authorized_operations",
@@ -32,6 +33,7 @@ __all__ = [
 
 Op = AclOperation
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 NOT_REQUESTED_OPERATIONS = -(2**31)  # Kafka's INT32_MIN: "not asked for"
 
 

@@ -5,6 +5,9 @@ the first batch of the first partition that has data is returned even when it is
 so a consumer never gets stuck behind a big batch. If less than ``min_bytes`` is available
 and ``max_wait_ms`` > 0, the request is parked in the purgatory (no handler task waits):
 it completes when enough bytes arrive or when the wait runs out, and reads again then.
+Isolation (v4+): read_uncommitted reads up to the high watermark; read_committed up to the
+last stable offset, each partition listing the aborted transactions (producer id, first
+offset) that overlap the records returned, so the client drops their records.
 Fetch sessions (KIP-227, v7+): epoch 0 opens a session (``apis.fetch_sessions``), later
 requests list only the partitions whose fetch position changed and the topics to forget,
 and get back only the partitions with news; epoch -1 fetches without one.
@@ -15,9 +18,11 @@ Leader epochs, as Kafka's leader: a current leader epoch (v9+) older than the le
 FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; a last fetched epoch (v12+) that
 the log does not hold up to the fetch offset gets the diverging epoch and no records. A
 follower's fetch reads past the high watermark and tells the leader how far the follower
-has come. From v16 a partition whose leader moved names the current leader, and the
-response the leaders' endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD:
-read, unused.
+has come; a partition the leader's replication throttle holds back (KIP-73) is answered
+without records, its growth does not complete a parked fetch (Kafka's DelayedFetch), and
+the bytes a follower is sent count against that throttle (``replication_sent``). From v16
+a partition whose leader moved names the current leader, and the response the leaders'
+endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD: read, unused.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ PartitionData: Any = item_type(TopicResponse, "partitions")
 EpochEndOffset: Any = item_type(PartitionData, "diverging_epoch")
 LeaderIdAndEpoch: Any = item_type(PartitionData, "current_leader")
 NodeEndpoint: Any = item_type(FetchResponse, "node_endpoints")
+AbortedTransaction: Any = item_type(PartitionData, "aborted_transactions")
 
 READ_COMMITTED = 1
 
@@ -204,6 +210,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     if not k:
                         _release(r.records)
                 session.rotate(w.key for w, r in zip(wanted, results, strict=True) if r.size)
+        if follower and may_replicate:
+            broker.replication_sent(
+                [
+                    (w.topic, w.partition, r.size)
+                    for w, r in zip(shown, shown_results, strict=True)
+                    if r.size and w.topic is not None
+                ]
+            )
         topics = _group(shown, shown_results, v, committed)
         return FetchResponse(
             throttle_time_ms=ctx.throttle_time_ms,
@@ -225,8 +239,11 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     # and a follower's fetch would wait out max_wait_ms while acks=all waits for it).
     keys = [(w.topic, w.partition) for w in wanted if w.topic is not None and not w.denied]
     base = {key: broker.log_size(*key) for key in keys}
-    horizons = {} if follower else {key: broker.consumer_horizon(*key) for key in keys}
+    horizons = {} if follower else {key: broker.consumer_horizon(*key, committed) for key in keys}
     results = await read_all()
+    for w, r in zip(wanted, results, strict=True):
+        if r.held and w.topic is not None:  # held back by the replication throttle:
+            base.pop((w.topic, w.partition), None)  # its growth is no news
     available = sum(r.size for r in results)
     errors = any(r.error_code != ErrorCode.NONE or r.diverging_epoch for r in results)
     if req.max_wait_ms <= 0 or available >= req.min_bytes or errors or not wanted:
@@ -239,8 +256,9 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     # redoes it.
     for r in results:
         _release(r.records)
-    # A consumer of a replicated partition may read only up to its high watermark: it
-    # waits for that to move (any move counts as enough), not for the log to grow.
+    # A consumer of a replicated partition may read only up to its high watermark (a
+    # read_committed one up to the last stable offset, which a transaction marker moves):
+    # it waits for that to move (any move counts as enough), not for the log to grow.
 
     def ready() -> bool:
         grown = 0
@@ -250,7 +268,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 return True
             horizon = horizons.get(key)
             if horizon is not None:
-                moved = broker.consumer_horizon(*key)
+                moved = broker.consumer_horizon(*key, committed)
                 if moved is None or moved > horizon:
                     return True
                 continue
@@ -295,7 +313,12 @@ def _group(
                 high_watermark=r.high_watermark,
                 last_stable_offset=r.last_stable_offset,
                 log_start_offset=r.log_start_offset,
-                aborted_transactions=[] if committed else None,
+                aborted_transactions=[
+                    AbortedTransaction(producer_id=pid, first_offset=first)
+                    for pid, first in r.aborted_transactions or ()
+                ]
+                if committed
+                else None,
                 records=r.records if r.records is not None else b"",
             )
         )

@@ -7,8 +7,11 @@ says so). acks=-1 is too when the partition has one replica (its high watermark 
 end); with followers it waits in the produce purgatory until the high watermark passes the
 records (REQUEST_TIMED_OUT after ``timeout_ms``; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the
 ISR shrank below ``min.insync.replicas``; NOT_LEADER_OR_FOLLOWER if the leadership moved
-meanwhile). Any other acks value is INVALID_REQUIRED_ACKS. Transactions are not supported.
-A topic the principal may not WRITE is TOPIC_AUTHORIZATION_FAILED on each of its
+meanwhile). Any other acks value is INVALID_REQUIRED_ACKS. Transactional batches (attributes
+bit 4), as Kafka: a request holding one needs a transactional id the principal may WRITE,
+else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is appended;
+control batches from a client are INVALID_RECORD (the broker writes markers itself). A
+topic the principal may not WRITE is TOPIC_AUTHORIZATION_FAILED on each of its
 partitions, nothing appended. From v10 (KIP-951), a partition answered
 NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader and epoch, and
 the response the endpoints of those leaders on the request's listener, so the producer
@@ -22,7 +25,9 @@ from typing import Any
 from ..protocol.api import ApiKey, spec_for
 from ..protocol.errors import ErrorCode
 from ..protocol.schema import item_type
-from .authz import TOPIC, Op, allowed
+from ..records.header import TRANSACTIONAL_MASK
+from ..records.reader import iter_batches
+from .authz import TOPIC, TRANSACTIONAL_ID, Op, allowed
 from .context import CloseConnection, RequestContext
 from .leader_hints import point_to_leaders
 from .services import WriteResult
@@ -43,24 +48,23 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     # go to the broker together (one storage job for the whole request).
     answers: list[list[WriteResult | None]] = []
     todo: list[tuple[str, int, Any]] = []
+    txn_refused = _has_transactional_records(req) and not (
+        req.transactional_id is not None
+        and allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, req.transactional_id)
+    )
     for topic in req.topic_data:
         may_write = allowed(ctx, Op.WRITE, TOPIC, topic.name)
         row: list[WriteResult | None] = []
         for data in topic.partition_data:
-            if not may_write:
+            if txn_refused:
+                row.append(WriteResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            elif not may_write:
                 row.append(WriteResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif acks not in (-1, 0, 1):
                 row.append(
                     WriteResult(
                         ErrorCode.INVALID_REQUIRED_ACKS,
                         error_message=f"acks={acks} is not -1, 0 or 1",
-                    )
-                )
-            elif req.transactional_id is not None:
-                row.append(
-                    WriteResult(
-                        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                        error_message="transactions are not supported by this broker",
                     )
                 )
             else:
@@ -114,6 +118,17 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             )
         return answer()
     return _respond(ctx, req, results, acks)
+
+
+def _has_transactional_records(req: Any) -> bool:
+    """Whether a batch of the request has the transactional bit (headers only)."""
+    return any(
+        header.attributes & TRANSACTIONAL_MASK
+        for topic in req.topic_data
+        for data in topic.partition_data
+        if data.records is not None
+        for header, _ in iter_batches(data.records)
+    )
 
 
 def _respond(ctx: RequestContext, req: Any, results: list[list[WriteResult]], acks: int) -> Any:

@@ -1,10 +1,10 @@
 """The narrow view of the broker that API handlers work through.
 
 Owns: the ``BrokerView`` protocol and the plain records it hands out (``BrokerEndpoint``,
-``TopicInfo``, ``PartitionInfo``) and ``broker_name_problem`` (which broker resource names
-are this broker's config: its id, or ``""``, the cluster-wide default). The server
-implements the protocol; handlers depend on nothing else of it, so they can be read (and
-tested) without the network or trio.
+``TopicInfo``, ``PartitionInfo``) or takes (``TxnMarker``) and ``broker_name_problem``
+(which broker resource names are this broker's config: its id, or ``""``, the cluster-wide
+default). The server implements the protocol; handlers depend on nothing else of it, so
+they can be read (and tested) without the network or trio.
 """
 
 from __future__ import annotations
@@ -120,6 +120,17 @@ class WriteResult:
     required_offset: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """A transaction's end to write in each of its partitions (WriteTxnMarkers)."""
+
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool  # False: abort
+    partitions: Sequence[tuple[str, int]]
+
+
 class ReadItem(NamedTuple):
     """One partition of a Fetch: where to read, and the epochs the fetcher knows."""
 
@@ -155,6 +166,12 @@ class ReadResult:
     size: int = 0
     # (epoch, end offset) when the fetcher's last fetched epoch diverges from the log
     diverging_epoch: tuple[int, int] | None = None
+    # a follower's read held back by the leader's replication throttle (KIP-73): no
+    # records, the offsets right
+    held: bool = False
+    # read_committed: (producer id, first offset) of the aborted transactions overlapping
+    # the records returned
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 class ConfigEntryView(Protocol):
@@ -338,6 +355,11 @@ class BrokerView(Protocol):
         larger (KIP-74). A follower (``replica_id`` >= 0) reads up to the log end."""
         ...
 
+    def replication_sent(self, sizes: Sequence[tuple[str, int, int]]) -> None:
+        """A follower's Fetch response carries these (topic, partition, bytes): those of
+        partitions throttled here as leader count against its replication throttle."""
+        ...
+
     def log_size(self, topic: str, partition: int) -> int:
         """The partition's size in bytes, -1 if it has no log (cheap: for parked fetches)."""
         ...
@@ -351,9 +373,13 @@ class BrokerView(Protocol):
         """The transaction coordinator."""
         ...
 
-    def consumer_horizon(self, topic: str, partition: int) -> int | None:
-        """A replicated partition's high watermark (what a parked consumer fetch waits
-        on); None for a partition with one replica."""
+    def consumer_horizon(
+        self, topic: str, partition: int, committed_only: bool = False
+    ) -> int | None:
+        """How far a parked consumer fetch may read, when it waits for that to move
+        rather than for the log to grow: a replicated partition's high watermark, or its
+        last stable offset for read_committed (also a single replica's while a
+        transaction holds it below the log end); None otherwise."""
         ...
 
     def replication_status(self, topic: str, partition: int, required_offset: int) -> int | None:
@@ -387,6 +413,16 @@ class BrokerView(Protocol):
         ...
 
     async def new_producer_id(self) -> int: ...
+
+    async def write_txn_markers(
+        self, markers: Sequence[TxnMarker]
+    ) -> list[dict[tuple[str, int], int]]:
+        """Append each marker as the leader of each of its partitions and wait until the
+        ISR holds it (acks=-1); per marker, an error code per (topic, partition): NONE,
+        UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS(_AFTER_APPEND),
+        INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, KAFKA_STORAGE_ERROR,
+        REQUEST_TIMED_OUT."""
+        ...
 
     # -- client quotas (the same store as the admin API's)
 

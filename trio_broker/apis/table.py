@@ -38,6 +38,7 @@ from . import (
     scram_credentials,
     topics,
     transactions,
+    txn_markers,
 )
 from .context import RequestContext
 
@@ -103,6 +104,8 @@ API_TABLE = ApiTable(
         ApiEntry(messages.configs.INCREMENTAL_ALTER_CONFIGS, alter_configs.handle_incremental),
         ApiEntry(messages.topics.CREATE_PARTITIONS, topics.create_partitions),
         ApiEntry(messages.produce.INIT_PRODUCER_ID, init_producer_id.handle),
+        # the partition leader's part of transactions (the coordinator's are its own)
+        ApiEntry(messages.txn_markers.WRITE_TXN_MARKERS, txn_markers.handle),
         ApiEntry(messages.elections.ELECT_LEADERS, elections.elect_leaders),
         ApiEntry(messages.reassignments.ALTER_PARTITION_REASSIGNMENTS, reassignments.alter),
         ApiEntry(messages.reassignments.LIST_PARTITION_REASSIGNMENTS, reassignments.list_ongoing),

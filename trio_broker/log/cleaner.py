@@ -16,8 +16,11 @@ rewrites every sealed segment from the log start up to the mapped end, one to on
 - offsets are never renumbered; a batch whose records all stay is copied byte for byte;
   a changed one keeps its header fields and codec (``records.retain``); a batch left
   empty is dropped unless it is the last batch of its producer (an empty header keeps the
-  producer's sequence, as Kafka keeps it); control batches are kept as they are (this
-  broker has no transactions yet, so no marker is ever obsolete).
+  producer's sequence, as Kafka keeps it);
+- transactions, as Kafka's cleaner: nothing at or after the last stable offset is cleaned
+  (the cleanable part ends at the segment holding it); the records of aborted
+  transactions (the transaction index says which) are never mapped and are removed;
+  transaction markers are kept as they are, so the transaction indexes stay true.
 
 Each cleaned segment is written as ``.cleaned`` files, fsynced, and swapped in by
 ``PartitionLog.replace_segment`` (``swap`` is the crash-safe protocol). The checkpoint
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import os
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -90,7 +94,10 @@ def dirty_state(log: PartitionLog, now_ms: int) -> DirtyState:
     start = view.log_start_offset
     checkpoint = read_first_dirty(log.directory)
     first_dirty = start if checkpoint is None else max(start, checkpoint)
-    first_uncleanable = bases[-1]
+    # Never past the last stable offset: the segment holding it is not cleanable.
+    first_uncleanable = min(
+        bases[-1], bases[max(0, bisect_right(bases, log.last_stable_offset) - 1)]
+    )
     first_dirty = min(first_dirty, first_uncleanable)
     clean = dirty = 0
     earliest_dirty_ts: int | None = None
@@ -114,6 +121,21 @@ def dirty_state(log: PartitionLog, now_ms: int) -> DirtyState:
     return DirtyState(first_dirty, first_uncleanable, clean, dirty, due)
 
 
+def aborted_ranges(log: PartitionLog) -> dict[int, list[tuple[int, int]]]:
+    """Producer id -> (first, last offset) of each of its aborted transactions."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for e in log.aborted_transactions:
+        out.setdefault(e.producer_id, []).append((e.first_offset, e.last_offset))
+    return out
+
+
+def in_aborted(aborted: dict[int, list[tuple[int, int]]], header: BatchHeader) -> bool:
+    """Whether a transactional data batch belongs to an aborted transaction."""
+    if not header.is_transactional or header.is_control:
+        return False
+    return any(f <= header.base_offset <= last for f, last in aborted.get(header.producer_id, ()))
+
+
 def _batches(seg: LogSegment, fd: int) -> Iterator[tuple[BatchHeader, bytes]]:
     scanner = BatchScanner(
         fd,
@@ -131,6 +153,7 @@ def _build_map(log: PartitionLog, state: DirtyState, slots: int) -> tuple[Offset
     """The offset map of the dirty section, the offset it reaches, and bytes read."""
     omap = OffsetMap(slots)
     view = log.view
+    aborted = aborted_ranges(log)
     end, read = state.first_dirty, 0
     for i, seg in enumerate(view.segments[:-1]):
         seg_end = view.bases[i + 1]
@@ -143,7 +166,7 @@ def _build_map(log: PartitionLog, state: DirtyState, slots: int) -> tuple[Offset
                 read += header.size
                 if header.last_offset < state.first_dirty:
                     continue
-                if not header.is_control:
+                if not header.is_control and not in_aborted(aborted, header):
                     for record in iter_records(data):
                         if record.key is not None and record.offset >= state.first_dirty:
                             omap.put(record.key, record.offset)
@@ -163,6 +186,7 @@ class _SegmentCleaner:
         self.log, self.omap, self.producers, self.now_ms = log, omap, producers, now_ms
         self.removed = 0
         self.horizon: int | None = None  # the earliest delete horizon of a kept tombstone
+        self.aborted = aborted_ranges(log)
 
     def _keep(self, record: DecodedRecord, horizon: int | None) -> bool:
         if record.key is None or record.offset < self.omap.get(record.key):
@@ -174,7 +198,8 @@ class _SegmentCleaner:
             return data
         records = list(iter_records(data))
         horizon = delete_horizon(header)
-        kept = [r for r in records if self._keep(r, horizon)]
+        dropped = in_aborted(self.aborted, header)
+        kept = [] if dropped else [r for r in records if self._keep(r, horizon)]
         self.removed += len(records) - len(kept)
         if not kept:
             last = self.producers.get(header.producer_id)

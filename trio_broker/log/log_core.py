@@ -3,11 +3,14 @@
 Owns: ``LogCore``, the base of ``PartitionLog``: the segment list and the ``LogView``
 published to readers after each change, log start offset, recovery point, high watermark
 (a single replica's is its log end; a replicated log's is what the partition says, kept
-within the log), the checkpoint, fsync and ``flush.messages`` / ``flush.ms``, rolling,
-removing the oldest segments (retention, DeleteRecords), closing and deleting; and the
-rule for failures of the disk: they become ``LogStorageError``, and one that leaves the
-files unknown takes the log offline. Appends, reads, lookups and truncation are
-``partition_log``'s. It must not validate records nor know about topics, requests or trio.
+within the log), the last stable offset (the first offset of the oldest transaction not
+yet stable, else the high watermark) and what completing a transaction records (the
+aborted transaction index, ``txn_index``), the checkpoint, fsync and ``flush.messages`` /
+``flush.ms``, rolling, removing the oldest segments (retention, DeleteRecords), closing
+and deleting; and the rule for failures of the disk: they become ``LogStorageError``, and
+one that leaves the files unknown takes the log offline. Appends, reads, lookups and
+truncation are ``partition_log``'s. It must not validate records nor know about topics,
+requests or trio.
 """
 
 from __future__ import annotations
@@ -28,9 +31,12 @@ from .files import fsync_dir
 from .leader_epochs import LeaderEpochCache
 from .loader import LoadStats
 from .log_view import LogView
-from .producer_state import ProducerStateManager
+from .producer_state import CompletedTxn, ProducerStateManager
 from .retention import segments_to_delete
 from .segment import LogSegment, SegmentDamaged
+from .txn_index import AbortedTxn, TxnIndexes
+
+_ONGOING = 2**63 - 1  # the last offset an ongoing transaction is given in the view
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +69,12 @@ class LogCore:
         self._offline: str | None = None
         self._seg_tuple: tuple[LogSegment, ...] = ()
         self._bases: tuple[int, ...] = ()
-        self._segments_changed()
         self._producers = ProducerStateManager(directory)
+        self._txn = TxnIndexes(directory)
+        self._txn.load(s.base_offset for s in segments)
+        # (first, last offset) of completed transactions whose marker may not be below
+        # the high watermark yet (they hold the last stable offset back until it is).
+        self._completed: list[tuple[int, int]] = []
         self._epochs = LeaderEpochCache(directory)
         # False: the only replica, whose high watermark is its log end. True: the
         # partition has other replicas; the high watermark is what ``set_high_watermark``
@@ -75,6 +85,7 @@ class LogCore:
         if hw is None:  # a version 0 checkpoint: what was flushed was committed
             hw = cp.recovery_point if cp is not None else log_start_offset
         self._high_watermark = min(max(hw, log_start_offset), segments[-1].next_offset)
+        self._segments_changed()
         # Told how long each fsync took, in ms (the broker's LogFlushRateAndTimeMs).
         self.flush_listener: Callable[[float], None] | None = None
 
@@ -88,9 +99,37 @@ class LogCore:
 
     def _publish(self) -> None:
         active = self._segments[-1]
-        self._view = LogView(
-            self._seg_tuple, self._bases, active.size, self._log_start, active.next_offset
+        end = active.next_offset
+        unstable = tuple(self._completed) + tuple(
+            (first, _ONGOING) for first in self._producers.ongoing.values()
         )
+        self._view = LogView(
+            self._seg_tuple,
+            self._bases,
+            active.size,
+            self._log_start,
+            end,
+            unstable,
+            self._txn.entries,
+        )
+
+    def _txn_completed(self, done: CompletedTxn, segment_base: int) -> None:
+        """A marker ended a transaction: it stays unstable until the high watermark
+        passes the marker; an aborted one goes to the segment's transaction index."""
+        self._completed.append((done.first_offset, done.last_offset))
+        if not done.aborted:
+            return
+        lso = self._producers.first_unstable_offset
+        entry = AbortedTxn(
+            done.producer_id,
+            done.first_offset,
+            done.last_offset,
+            done.last_offset + 1 if lso is None else lso,
+        )
+        try:
+            self._txn.append(segment_base, entry)
+        except OSError as exc:  # kept in memory; a recovery past it writes it again
+            logger.warning("%s: transaction index: %s", self.directory, exc)
 
     @property
     def config(self) -> LogConfig:
@@ -121,8 +160,18 @@ class LogCore:
 
     @property
     def last_stable_offset(self) -> int:
-        """No transactions yet: the high watermark."""
-        return self.high_watermark
+        """The first offset of the oldest transaction that is ongoing or whose marker the
+        high watermark has not passed, else the high watermark (never above it, never
+        below the log start)."""
+        return self._last_stable_in(self._view)
+
+    def _last_stable_in(self, view: LogView) -> int:
+        return view.last_stable(self._high_watermark_in(view))
+
+    @property
+    def aborted_transactions(self) -> tuple[AbortedTxn, ...]:
+        """Every aborted transaction the indexes hold, by marker offset."""
+        return self._view.aborted
 
     def set_high_watermark(self, offset: int) -> bool:
         """Store ``offset``, clamped into [log start, log end], as the high watermark of a
@@ -133,7 +182,13 @@ class LogCore:
             hw = min(max(offset, self._log_start), self._segments[-1].next_offset)
             changed = hw != self._high_watermark
             self._high_watermark = hw
+            if self._completed:
+                self._prune_completed(hw)
             return changed
+
+    def _prune_completed(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is below ``high_watermark`` are stable."""
+        self._completed = [c for c in self._completed if c[1] >= high_watermark]
 
     def _set_recovery_point(self, offset: int) -> None:
         # The only replica's stored high watermark follows what is flushed: the checkpoint
@@ -331,9 +386,10 @@ class LogCore:
         del self._segments[:count]
         self._log_start = max(self._log_start, self._segments[0].base_offset)
         self._high_watermark = max(self._high_watermark, self._log_start)
+        self._txn.forget_below(self._segments[0].base_offset)
+        self._producers.truncate_head(self._log_start)
         self._segments_changed()
         self._checkpoint_locked()
-        self._producers.truncate_head(self._log_start)
         try:
             self._epochs.trim_start(self._log_start)
         except OSError as exc:  # rewritten at the next change or load; never understates

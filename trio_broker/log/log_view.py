@@ -2,7 +2,8 @@
 
 Owns: ``LogView`` (the immutable picture of a log that its writer publishes after each
 change: segments, committed size of the active one, log start and end offsets),
-``reference`` (a reader's hold on a segment's file, so that a segment deleted meanwhile
+the transactions readers need (the aborted ones, ``txn_index``'s entries, and those not yet
+stable), ``reference`` (a reader's hold on a segment's file, so that a segment deleted meanwhile
 stays readable), ``read_batches`` (whole batches from an offset as ``FileRegion``s within a
 byte budget, jumping through the offset index), and the timestamp lookups
 (``offset_for_timestamp``, ``record_at_or_after``, ``max_timestamp_in``). A segment gone
@@ -25,6 +26,7 @@ from trio_broker.records.reader import iter_records
 from .handles import FileHandle
 from .scan import read_header
 from .segment import LogSegment
+from .txn_index import AbortedTxn
 
 
 class SegmentGone(Exception):
@@ -40,6 +42,19 @@ class LogView:
     active_size: int
     log_start_offset: int
     log_end_offset: int
+    # (first offset, last offset) of transactions that may not be stable yet: the ongoing
+    # (last offset: the log end) and the completed whose marker the high watermark may
+    # not have passed. The last stable offset is the smallest first offset among those
+    # reaching the high watermark, else the high watermark.
+    unstable: tuple[tuple[int, int], ...] = ()
+    aborted: tuple[AbortedTxn, ...] = ()
+
+    def last_stable(self, high_watermark: int) -> int:
+        lso = high_watermark
+        for first, last in self.unstable:
+            if last >= high_watermark and first < lso:
+                lso = first
+        return max(lso, self.log_start_offset)
 
     def size_of(self, i: int) -> int:
         return self.active_size if i == len(self.segments) - 1 else self.segments[i].size

@@ -5,15 +5,16 @@ checkpoints, retention and end of life): opening and loading, offset assignment 
 appends (serialized by a lock, rolled by size, time and index capacity, fsynced every
 ``flush.messages``), a follower's appends of the leader's batches as they are, the leader
 epochs (``leader_epochs``), truncation (a replica cutting what diverged from its leader),
-producer state, swapping in cleaned segments; and the reads, lock-free, on the immutable
-``LogView`` published after each change (the reading itself is ``log_view``'s: whole
-committed batches as ``FileRegion``s, timestamp lookups). A reader sees only batches fully
-written (and fsynced, when the flush policy asks) before the view was published. Every
-public method is thread-safe: the server calls them from worker threads. Failures of the
-disk become ``LogStorageError``; a failed append is truncated away before the error is
-raised; if even that fails, the log goes offline (every call raises). It must not validate
-producers' batches (``records.validate_batches`` does) nor know about topics, requests or
-trio.
+producer state and transactions (replayed, with the aborted transaction index rewritten,
+from the newest producer snapshot on every load and truncation), swapping in cleaned
+segments; and the reads, lock-free, on the immutable ``LogView`` published after each
+change (the reading itself is ``log_view``'s: whole committed batches as ``FileRegion``s,
+timestamp lookups). A reader sees only batches fully written (and fsynced, when the flush
+policy asks) before the view was published. Every public method is thread-safe: the server
+calls them from worker threads. Failures of the disk become ``LogStorageError``; a failed
+append is truncated away before the error is raised; if even that fails, the log goes
+offline (every call raises). It must not validate producers' batches
+(``records.validate_batches`` does) nor know about topics, requests or trio.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trio_broker.protocol.primitives import FileRegion
+from trio_broker.records.control import EndTxnMarker, markers_of
 from trio_broker.records.stamping import StampedRecords, as_stored, assign_offsets
 from trio_broker.records.validation import ValidatedRecords, stored_batches
 
@@ -37,8 +39,9 @@ from .loader import load_segments
 from .log_core import LogCore
 from .log_view import LogView, SegmentGone, max_timestamp_in, offset_for_timestamp, read_batches
 from .results import AppendInfo, ReadInfo
-from .segment import LogSegment, SegmentDamaged, headers_from
+from .segment import LogSegment, SegmentDamaged, batches_from, headers_from
 from .swap import commit_cleaned, discard_cleaned, install_swap
+from .txn_index import collect
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +81,7 @@ class PartitionLog(LogCore):
             end = log._segments[-1].next_offset
             headers = headers_from(log._segments, log._log_start)  # read if the file is lost
             log._epochs = LeaderEpochCache.load(directory, headers, log._log_start, end)
+            log._publish()
         except OSError as exc:
             raise LogStorageError(
                 f"{directory}: cannot load producer state or leader epochs: {exc}"
@@ -85,12 +89,20 @@ class PartitionLog(LogCore):
         return log
 
     def _load_producer_state(self, now_ms: int) -> None:
-        """Newest snapshot at or below the log end, then replay the headers after it."""
+        """Newest snapshot at or below the log end, then replay the batches after it:
+        the transactions they complete are completed again, the aborted ones written to
+        the transaction indexes again (their entries from the snapshot on are dropped
+        first), so a crash or a truncation leaves the indexes as the log says."""
         log_end = self._segments[-1].next_offset
         start = self._producers.load_latest(log_end)
         if start is None:
             start = self._log_start
-        self._producers.replay(headers_from(self._segments, start), now_ms)
+        self._txn.truncate_from(start)
+        self._completed = []
+        for header, marker, base in batches_from(self._segments, start):
+            done = self._producers.update(header, now_ms, marker)
+            if done is not None:
+                self._txn_completed(done, base)
         self._producers.truncate_head(self._log_start)
 
     # -- appending ---------------------------------------------------------------------
@@ -107,8 +119,10 @@ class PartitionLog(LogCore):
         config = self._config
         log_end = self._log_end
         rolled = self._maybe_roll_for(records.size, log_end + records.record_count - 1, now_ms)
-        # The sequence rules (raise ProducerStateError); a retry gets its earlier batch.
-        duplicate = self._producers.check_append([b.header for b in records.batches])
+        # The sequence and marker rules (raise ProducerStateError); a retry gets its
+        # earlier batch.
+        markers = markers_of(records.data, records.batches)
+        duplicate = self._producers.check_append([b.header for b in records.batches], markers)
         if duplicate is not None:
             return AppendInfo(
                 first_offset=duplicate.first_offset,
@@ -132,7 +146,7 @@ class PartitionLog(LogCore):
             leader_epoch=leader_epoch,
             log_append_time_ms=append_time,
         )
-        self._write_locked(stamped, records.record_count, now_ms)
+        self._write_locked(stamped, records.record_count, now_ms, markers)
         return AppendInfo(
             first_offset=stamped.first_offset,
             last_offset=stamped.last_offset,
@@ -150,7 +164,13 @@ class PartitionLog(LogCore):
             return self._roll_locked(now_ms)
         return False
 
-    def _write_locked(self, stamped: StampedRecords, record_count: int, now_ms: int) -> None:
+    def _write_locked(
+        self,
+        stamped: StampedRecords,
+        record_count: int,
+        now_ms: int,
+        markers: list[EndTxnMarker | None] | None = None,
+    ) -> None:
         """Write, fsync if ``flush.messages`` says so, commit, update producers, publish."""
         active = self._segments[-1]
         try:
@@ -169,9 +189,14 @@ class PartitionLog(LogCore):
                     error = SegmentDamaged(f"rollback failed: {rollback_exc}")
                 raise self._storage_error("flush", error) from exc
         active.commit(pending, now_ms)
-        for header in stamped.headers:
+        for i, header in enumerate(stamped.headers):
             if header.producer_id >= 0:
-                self._producers.update(header, now_ms)
+                marker = markers[i] if markers is not None else None
+                done = self._producers.update(header, now_ms, marker)
+                if done is not None:
+                    self._txn_completed(done, active.base_offset)
+        if self._completed and not self.replicated:  # its high watermark is its end
+            self._prune_completed(stamped.last_offset + 1)
         if flush:
             self._set_recovery_point(stamped.last_offset + 1)
             self._unflushed = 0
@@ -229,7 +254,7 @@ class PartitionLog(LogCore):
                 )
             except OSError as exc:
                 raise self._storage_error("leader epoch checkpoint", exc) from exc
-            self._write_locked(stamped, record_count, now_ms)
+            self._write_locked(stamped, record_count, now_ms, markers_of(view, kept))
             return AppendInfo(
                 first_offset=stamped.first_offset,
                 last_offset=stamped.last_offset,
@@ -311,11 +336,16 @@ class PartitionLog(LogCore):
                 size_bytes=sum(r.length for r in regions),
                 next_fetch_offset=next_offset,
                 high_watermark=self._high_watermark_in(view),
-                last_stable_offset=self._high_watermark_in(view),
+                last_stable_offset=self._last_stable_in(view),
                 log_start_offset=view.log_start_offset,
                 log_end_offset=view.log_end_offset,
             )
         raise LogStorageError(f"{self.directory.name}: read kept racing with deletions")
+
+    def aborted_between(self, fetch_offset: int, upper_bound: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping
+        [``fetch_offset``, ``upper_bound``): a read_committed fetch's list. Lock-free."""
+        return collect(self._view.aborted, fetch_offset, upper_bound)
 
     def _wait_for_writer(self) -> None:
         """A segment of the reader's view is gone: the writer deleting it (truncation
@@ -464,6 +494,8 @@ class PartitionLog(LogCore):
         try:
             self._epochs.clear()
             self._producers.clear()
+            self._txn.clear()
+            self._completed = []
             checkpoint = PartitionCheckpoint(offset, start, start)
             write_checkpoint(self.directory, checkpoint)
             self._checkpointed = checkpoint

@@ -10,6 +10,16 @@ must start at sequence 0; within an epoch a batch must follow the last one's seq
 it is OUT_OF_ORDER_SEQUENCE_NUMBER — unless it is one of the last five batches again (a
 retry after a lost response), which is answered with the offsets it got the first time. A
 producer the partition has never seen (or has forgotten) is accepted at any sequence.
+
+Transactions, as Kafka's: a transactional batch (attributes bit 4) opens an ongoing
+transaction for its producer, its first offset kept, and a data batch that is not
+transactional while one is open is INVALID_TXN_STATE; a transaction marker (a control
+batch, ``records.control``) ends it and is answered with a ``CompletedTxn`` (none when
+the producer wrote nothing since the last marker). A marker from an older producer epoch
+is INVALID_PRODUCER_EPOCH, one whose coordinator epoch is older than the last seen for the
+producer TRANSACTION_COORDINATOR_FENCED (both checked on the leader only: a follower takes
+the leader's batches as they are); a marker with a newer producer epoch fences the older
+one. Snapshots keep each producer's coordinator epoch and ongoing transaction.
 Blocking file I/O for snapshots; no trio. Callers hold the partition's lock.
 """
 
@@ -19,13 +29,14 @@ import contextlib
 import json
 import os
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import crc32c
 
 from ..protocol.errors import ErrorCode
+from ..records.control import EndTxnMarker
 from ..records.header import BatchHeader
 from .files import fsync_dir
 
@@ -53,12 +64,30 @@ class BatchMeta:
     max_timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker ended: its first offset and the marker's (last) offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
 @dataclass(slots=True)
 class ProducerEntry:
     producer_id: int
     epoch: int
     batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
     last_append_ms: int = -1
+    coordinator_epoch: int = -1  # of the last marker
+    txn_first_offset: int | None = None  # the ongoing transaction's first offset
+    marker_offset: int = -1  # of the last marker
+
+    @property
+    def last_seen(self) -> int:
+        """The last offset of its last batch, data or marker."""
+        return max(self.last_offset, self.marker_offset)
 
     @property
     def last_seq(self) -> int:
@@ -90,12 +119,27 @@ class ProducerStateManager:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> its open transaction's first offset
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The smallest first offset of the ongoing transactions."""
+        return min(self.ongoing.values(), default=None)
 
     # ----------------------------------------------------------------- checks
 
-    def check_append(self, headers: list[BatchHeader]) -> BatchMeta | None:
-        """Check the batches of one append: an idempotent producer's append must be one
-        batch (INVALID_RECORD otherwise); then as ``check``."""
+    def check_append(
+        self,
+        headers: list[BatchHeader],
+        markers: Sequence[EndTxnMarker | None] | None = None,
+    ) -> BatchMeta | None:
+        """Check the batches of one append: each transaction marker by ``check_marker``;
+        an idempotent producer's append must be one batch (INVALID_RECORD otherwise);
+        then as ``check``."""
+        for i, h in enumerate(headers):
+            marker = markers[i] if markers is not None else None
+            if h.is_control and marker is not None and h.producer_id >= 0:
+                self.check_marker(h, marker)
         producer_batches = [h for h in headers if h.producer_id >= 0 and not h.is_control]
         if not producer_batches:
             return None
@@ -131,6 +175,12 @@ class ProducerStateManager:
                     f"sequence 0, not {first_seq}",
                 )
             return None
+        if entry.txn_first_offset is not None and not header.is_transactional:
+            raise ProducerStateError(
+                ErrorCode.INVALID_TXN_STATE,
+                f"producer {header.producer_id} sent a non-transactional batch while its "
+                f"transaction from offset {entry.txn_first_offset} is ongoing",
+            )
         last_seq = last_sequence(header)
         for meta in entry.batches:
             if meta.first_seq == first_seq and meta.last_seq == last_seq:
@@ -144,14 +194,48 @@ class ProducerStateManager:
             )
         return None
 
-    def update(self, header: BatchHeader, now_ms: int) -> None:
-        """Record a batch that was appended (its header carries its assigned offsets)."""
-        if header.producer_id < 0 or header.is_control:
+    def check_marker(self, header: BatchHeader, marker: EndTxnMarker) -> None:
+        """A leader's transaction marker: not from an older producer epoch
+        (INVALID_PRODUCER_EPOCH), not from an older coordinator epoch
+        (TRANSACTION_COORDINATOR_FENCED)."""
+        entry = self.producers.get(header.producer_id)
+        if entry is None:
             return
+        if header.producer_epoch < entry.epoch:
+            raise ProducerStateError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"marker of producer {header.producer_id}: epoch {header.producer_epoch} is "
+                f"older than {entry.epoch}",
+            )
+        if marker.coordinator_epoch < entry.coordinator_epoch:
+            raise ProducerStateError(
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                f"marker of producer {header.producer_id}: coordinator epoch "
+                f"{marker.coordinator_epoch} is older than {entry.coordinator_epoch}",
+            )
+
+    def update(
+        self, header: BatchHeader, now_ms: int, marker: EndTxnMarker | None = None
+    ) -> CompletedTxn | None:
+        """Record a batch that was appended (its header carries its assigned offsets);
+        a transaction marker (``marker``, of a control batch) ends the producer's
+        transaction: returned, if it had one."""
+        if header.producer_id < 0:
+            return None
+        if header.is_control:
+            return None if marker is None else self._end_txn(header, marker, now_ms)
         entry = self.producers.get(header.producer_id)
         if entry is None or header.producer_epoch > entry.epoch:
+            old = entry
             entry = ProducerEntry(header.producer_id, header.producer_epoch)
+            if old is not None:
+                entry.coordinator_epoch = old.coordinator_epoch
+                entry.txn_first_offset = old.txn_first_offset
+                entry.marker_offset = old.marker_offset
             self.producers[header.producer_id] = entry
+        if header.is_transactional and entry.txn_first_offset is None:
+            entry.txn_first_offset = header.base_offset
+            self.ongoing[header.producer_id] = header.base_offset
         entry.batches.append(
             BatchMeta(
                 header.base_sequence,
@@ -162,18 +246,46 @@ class ProducerStateManager:
             )
         )
         entry.last_append_ms = now_ms
+        return None
+
+    def _end_txn(
+        self, header: BatchHeader, marker: EndTxnMarker, now_ms: int
+    ) -> CompletedTxn | None:
+        pid = header.producer_id
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = ProducerEntry(pid, header.producer_epoch)
+            self.producers[pid] = entry
+        elif header.producer_epoch > entry.epoch:  # the marker fences the older epoch
+            entry.epoch = header.producer_epoch
+            entry.batches.clear()
+        entry.coordinator_epoch = marker.coordinator_epoch
+        entry.marker_offset = header.base_offset
+        entry.last_append_ms = now_ms
+        first = entry.txn_first_offset
+        entry.txn_first_offset = None
+        self.ongoing.pop(pid, None)
+        if first is None:  # nothing written since the last marker: nothing to complete
+            return None
+        return CompletedTxn(pid, first, header.base_offset, not marker.commit)
 
     # ----------------------------------------------------------- housekeeping
 
     def truncate_head(self, log_start_offset: int) -> None:
-        """Forget producers whose every batch now lies before the log start."""
-        gone = [pid for pid, e in self.producers.items() if e.last_offset < log_start_offset]
+        """Forget producers whose every batch now lies before the log start (not those
+        with an ongoing transaction)."""
+        gone = [
+            pid
+            for pid, e in self.producers.items()
+            if e.last_seen < log_start_offset and e.txn_first_offset is None
+        ]
         for pid in gone:
             del self.producers[pid]
 
     def clear(self) -> None:
         """Forget every producer and delete every snapshot (the log was emptied)."""
         self.producers.clear()
+        self.ongoing.clear()
         for offset in self.snapshot_offsets():
             self._delete_snapshot(offset)
 
@@ -182,7 +294,9 @@ class ProducerStateManager:
         gone = [
             pid
             for pid, e in self.producers.items()
-            if e.last_append_ms >= 0 and now_ms - e.last_append_ms >= expiration_ms
+            if e.last_append_ms >= 0
+            and now_ms - e.last_append_ms >= expiration_ms
+            and e.txn_first_offset is None
         ]
         for pid in gone:
             del self.producers[pid]
@@ -203,13 +317,16 @@ class ProducerStateManager:
         """Write the state as of ``offset`` (the next offset to be appended)."""
         body = json.dumps(
             {
-                "version": 1,
+                "version": 2,
                 "offset": offset,
                 "producers": [
                     {
                         "id": e.producer_id,
                         "epoch": e.epoch,
                         "last_append_ms": e.last_append_ms,
+                        "coordinator_epoch": e.coordinator_epoch,
+                        "txn_first_offset": e.txn_first_offset,
+                        "marker_offset": e.marker_offset,
                         "batches": [
                             [
                                 b.first_seq,
@@ -245,6 +362,7 @@ class ProducerStateManager:
         Snapshots above ``max_offset`` (the log was cut below them) or damaged are deleted.
         """
         self.producers.clear()
+        self.ongoing.clear()
         for offset in reversed(self.snapshot_offsets()):
             if offset > max_offset:
                 self._delete_snapshot(offset)
@@ -253,6 +371,7 @@ class ProducerStateManager:
                 self._load(self.directory / snapshot_name(offset))
             except (OSError, ValueError, KeyError, TypeError):
                 self.producers.clear()
+                self.ongoing.clear()
                 self._delete_snapshot(offset)
                 continue
             return offset
@@ -265,13 +384,23 @@ class ProducerStateManager:
             raise ValueError(f"{path.name}: CRC mismatch")
         data = json.loads(body)
         for p in data["producers"]:
-            entry = ProducerEntry(p["id"], p["epoch"], last_append_ms=p["last_append_ms"])
+            entry = ProducerEntry(
+                p["id"],
+                p["epoch"],
+                last_append_ms=p["last_append_ms"],
+                coordinator_epoch=p.get("coordinator_epoch", -1),
+                txn_first_offset=p.get("txn_first_offset"),
+                marker_offset=p.get("marker_offset", -1),
+            )
             for b in p["batches"]:
                 entry.batches.append(BatchMeta(*b))
             self.producers[entry.producer_id] = entry
+            if entry.txn_first_offset is not None:
+                self.ongoing[entry.producer_id] = entry.txn_first_offset
 
     def replay(self, headers: Iterable[BatchHeader], now_ms: int) -> None:
-        """Rebuild state from batches in the log after the snapshot (headers only)."""
+        """Rebuild state from data batches after the snapshot (headers only; the log
+        replays markers through ``update``)."""
         for header in headers:
             self.update(header, now_ms)
 

@@ -39,6 +39,9 @@ class ReadInfo:
     last_stable_offset: int = 0
     log_start_offset: int = 0
     log_end_offset: int = 0
+    # A read_committed read: (producer id, first offset) of the aborted transactions
+    # overlapping what was read (None for other reads).
+    aborted_transactions: list[tuple[int, int]] | None = None
 
     def release(self) -> None:
         for region in self.regions:

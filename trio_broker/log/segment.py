@@ -1,5 +1,8 @@
 """One log segment: ``<base>.log`` with its ``.index`` and ``.timeindex``.
 
+(Its ``.txnindex``, the aborted transactions whose markers it holds, is ``txn_index``'s;
+the segment only deletes that file with its own.)
+
 Owns: appending stamped batches at the end of the file (``os.pwritev``, two-phase: write,
 then commit or roll back to the committed size), keeping the sparse indexes in step by
 Kafka's rule (an entry once more than ``index.interval.bytes`` were written since the last),
@@ -17,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trio_broker.records.control import EndTxnMarker, read_marker
 from trio_broker.records.header import BatchHeader
 from trio_broker.records.stamping import StampedRecords
 
@@ -25,6 +29,7 @@ from .errors import CorruptIndex
 from .handles import FileHandle, SharedFile
 from .index import OffsetIndex, TimeIndex
 from .scan import BatchScanner, pread_exact, read_header
+from .txn_index import txn_index_path
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -489,6 +494,7 @@ class LogSegment:
         self.close()
         for path in self.paths(self.directory, self.base_offset):
             path.unlink(missing_ok=True)
+        txn_index_path(self.directory, self.base_offset).unlink(missing_ok=True)
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
@@ -510,3 +516,29 @@ def headers_from(segments: Iterable[LogSegment], offset: int) -> Iterator[BatchH
         for _, header in scanner:
             if header.last_offset >= offset:
                 yield header
+
+
+def batches_from(
+    segments: Iterable[LogSegment], offset: int
+) -> Iterator[tuple[BatchHeader, EndTxnMarker | None, int]]:
+    """(header, transaction marker of a control batch, segment base offset) of every
+    producer's batch ending at or after ``offset``: what producer state is rebuilt from
+    (only control batches are read beyond their header)."""
+    for seg in segments:
+        if seg.next_offset <= offset or seg.size == 0:
+            continue
+        scanner = BatchScanner(
+            seg.fd,
+            start=0,
+            end=seg.size,
+            segment_base_offset=seg.base_offset,
+            min_offset=0,
+            verify_crc=False,
+        )
+        for position, header in scanner:
+            if header.last_offset < offset or header.producer_id < 0:
+                continue
+            marker = None
+            if header.is_control:
+                marker = read_marker(seg.read_batch(seg.fd, position, header))
+            yield header, marker, seg.base_offset

@@ -71,6 +71,7 @@ from .topic_admin import TopicAdmin, side_by_side
 from .topic_config import config_doc, config_type_name, effective_topic_config
 from .topics import TopicCatalog
 from .transactions.service import TransactionService
+from .txn_markers import TxnMarkerWriter
 from .zk.controller_requests import ControllerRequests
 from .zk.layout import Registration
 from .zk.membership import ZkMembership
@@ -268,6 +269,7 @@ class Broker:
             lambda: self.control.changed,
         )
         self.control.fetchers = self.fetchers
+        self.fetchers.throttle = self.replica_manager.throttles.follower
         # A ZooKeeper cluster's changes go to ZooKeeper first (ZkBrokerConfigs).
         self.update_config: UpdateConfig = self.keep_config
         self.config_admin = ConfigAdmin(
@@ -289,21 +291,22 @@ class Broker:
         zk_create = self.create_topic if self.zk is not None else None
         groups = CoordinatorLocator(self, zk_create, OFFSETS, self.group_coordinator)
         self.locate_group_coordinator = groups.locate
+        self.write_txn_markers = TxnMarkerWriter(self.replica_manager).write
         self.transactions = TransactionService(
             self,
-            lambda markers: self.write_txn_markers(markers),
+            self.write_txn_markers,
             create_topic=zk_create,
             offsets_partition=self.group_coordinator.partition_for,
             new_producer_id=self.new_producer_id,
         )
+        self.replica_manager.marker_observers.append(self.group_coordinator.on_marker)
         self.control.roles = {
             OFFSETS_TOPIC: self.group_coordinator.role_changed,
             TXN_STATE_TOPIC: self.transactions.coordinator.role_changed,
         }
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
-        self.authorize = access.authorize
-        self.authorize_any = access.authorize_any
+        self.authorize, self.authorize_any = access.authorize, access.authorize_any
         self.find_acls = access.find_acls
         self.create_acls = access.create_acls
         self.delete_acls = access.delete_acls
@@ -312,8 +315,8 @@ class Broker:
         data, offsets = self.replica_manager, OffsetQueries(self.replica_manager)
         self.produce_many = data.produce_many
         self.read_many = data.read_many
-        self.log_size = data.log_size
-        self.consumer_horizon = data.consumer_horizon
+        self.replication_sent = data.throttles.leader.record_sent
+        self.log_size, self.consumer_horizon = data.log_size, data.consumer_horizon
         self.replication_status = data.replication.status
         self.log_dirs = data.log_dirs
         self.list_offsets_many = offsets.list_offsets_many

@@ -73,8 +73,12 @@ def replication_figures(broker: Broker) -> dict[str, Any]:
     """The leader's and the follower's figures (Kafka's ReplicaManager and fetcher
     metrics): partitions led with followers, those whose ISR lacks a replica
     (UnderReplicatedPartitions), ISR changes since start, the largest follower lag in
-    messages, partitions followed here and the fetchers' truncations and failures."""
+    messages, partitions followed here and the fetchers' truncations and failures; and
+    each side's replication throttle (KIP-73): its rate limit, the byte rate of the
+    partitions it throttles, how many of those led / followed here it throttles, their
+    bytes and the times one was held back since start."""
     replication = broker.replica_manager.replication
+    throttles = broker.replica_manager.throttles
     lags = [lag for per in replication.follower_lag().values() for lag in per.values()]
     fetchers = broker.fetchers
     return {
@@ -88,6 +92,10 @@ def replication_figures(broker: Broker) -> dict[str, Any]:
         "followed_partitions": len(fetchers.followed),
         "truncations": fetchers.truncations,
         "fetch_errors": fetchers.fetch_errors,
+        "throttles": {
+            "leader": throttles.leader.figures(replication.leaders),
+            "follower": throttles.follower.figures(fetchers.followed),
+        },
     }
 
 

@@ -1,6 +1,7 @@
 """Replication's part of the broker's key table: Kafka's ``replica.*`` settings,
-``broker.rack``, controlled shutdown (``controlled.shutdown.*``) and leader balancing
-(``auto.leader.rebalance.enable``, ``leader.imbalance.*``).
+``broker.rack``, the replication throttles (KIP-73: ``*.replication.throttled.rate``,
+``replication.quota.window.*``), controlled shutdown (``controlled.shutdown.*``) and
+leader balancing (``auto.leader.rebalance.enable``, ``leader.imbalance.*``).
 
 Owns: ``REPLICATION_KEYS``, which ``config_keys`` splices into the table. Kept apart only so
 that each file of the key table stays readable. They matter in a ZooKeeper cluster
@@ -10,7 +11,7 @@ that each file of the key table stays readable. They matter in a ZooKeeper clust
 from __future__ import annotations
 
 from .config_syntax import BOOL, INT, LONG, NON_NEGATIVE, POSITIVE, STR
-from .configdef import ConfigKey, Range, define
+from .configdef import LONG_MAX, ConfigKey, Range, define
 
 REPLICATION_KEYS: list[ConfigKey] = [
     define(
@@ -77,6 +78,40 @@ REPLICATION_KEYS: list[ConfigKey] = [
         LONG,
         5000,
         "How often the high watermarks of replicated partitions are written to disk.",
+        POSITIVE,
+    ),
+    define(
+        "leader.replication.throttled.rate",
+        LONG,
+        LONG_MAX,
+        "Bytes per second this broker sends, as leader, for the partitions its topics' "
+        "leader.replication.throttled.replicas name, to followers out of the ISR (KIP-73; "
+        "the default: no throttle).",
+        NON_NEGATIVE,
+        dynamic=True,
+    ),
+    define(
+        "follower.replication.throttled.rate",
+        LONG,
+        LONG_MAX,
+        "Bytes per second this broker fetches, as a follower out of the ISR, for the "
+        "partitions its topics' follower.replication.throttled.replicas name (KIP-73; the "
+        "default: no throttle).",
+        NON_NEGATIVE,
+        dynamic=True,
+    ),
+    define(
+        "replication.quota.window.num",
+        INT,
+        11,
+        "Samples the replication throttles' byte rates are measured over.",
+        POSITIVE,
+    ),
+    define(
+        "replication.quota.window.size.seconds",
+        INT,
+        1,
+        "Length of one sample of the replication throttles' byte rates.",
         POSITIVE,
     ),
     define(

@@ -2,13 +2,17 @@
 
 Owns: ``append`` (validate a producer's batches, recompress to the topic's codec, check
 keys of a compacted topic, append), ``diverging`` (KIP-595's epoch check at the leader)
-and ``read`` (whole batches up to the high watermark, or the log end for a follower,
-made resident in the page cache). Each works on one partition and hands its failure back
-as a value, so one partition's error never costs the others theirs.
+and ``read`` (whole batches up to the high watermark, the last stable offset for
+read_committed, with the aborted transactions overlapping what was read, or the log end
+for a follower, made resident in the page cache). Producers may not write control batches
+(INVALID_RECORD): the broker writes transaction markers itself. Each works on one
+partition and hands its failure back as a value, so one partition's error never costs the
+others theirs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from ..log.errors import LogError, LogStorageError
@@ -37,6 +41,10 @@ def append(
     try:
         config = plog.config
         validated = validate_batches(records, max_batch_bytes=config.max_message_bytes)
+        if one_batch and validated.has_control_batch:
+            raise RecordsError(
+                ErrorCode.INVALID_RECORD, "clients are not allowed to write control records"
+            )
         if one_batch and len(validated.batches) != 1:
             raise RecordsError(
                 ErrorCode.INVALID_RECORD,
@@ -76,6 +84,9 @@ def read(
         info = plog.read(offset, max_bytes, min_one_batch=min_one, max_offset=limit)
     except LogError as exc:
         return exc
+    if committed_only:
+        aborted = plog.aborted_between(offset, info.next_fetch_offset) if info.size_bytes else []
+        info = dataclasses.replace(info, aborted_transactions=aborted)
     try:
         make_resident(info.regions)
     except OSError as exc:

@@ -29,13 +29,21 @@ PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_p
 
 
 class SampledRate:
-    """Sum of values per second over the last ``samples`` windows of ``window_s``."""
+    """Sum of values per second over the last ``samples`` windows of ``window_s``.
 
-    __slots__ = ("_samples", "_starts", "_totals", "samples", "window_s")
+    The time a rate is measured over is the time since its oldest sample began, but at
+    least ``min_windows`` windows: Kafka's Rate (client quotas) takes ``samples - 1``, so
+    a client new to a quota may send ten windows' worth at once; its SimpleRate
+    (replication throttles) takes one, so a throttled copy runs at its rate from the
+    first second (``replication_quota``).
+    """
 
-    def __init__(self, samples: int, window_s: float) -> None:
+    __slots__ = ("_samples", "_starts", "_totals", "min_windows", "samples", "window_s")
+
+    def __init__(self, samples: int, window_s: float, min_windows: int | None = None) -> None:
         self.samples = samples
         self.window_s = window_s
+        self.min_windows = samples - 1 if min_windows is None else min_windows
         self._starts: list[float] = []
         self._totals: list[float] = []
 
@@ -53,10 +61,10 @@ class SampledRate:
             del self._starts[0], self._totals[0]
 
     def window(self, now: float) -> float:
-        """Seconds the rate is measured over (Kafka: at least samples - 1 full windows)."""
+        """Seconds the rate is measured over: at least ``min_windows`` full windows."""
         self._expire(now)
         elapsed = now - self._starts[0] if self._starts else 0.0
-        return max(elapsed, (self.samples - 1) * self.window_s)
+        return max(elapsed, self.min_windows * self.window_s)
 
     def measure(self, now: float) -> float:
         self._expire(now)

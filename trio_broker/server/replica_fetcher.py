@@ -20,6 +20,11 @@ its last batch. Then, per partition, on an io thread:
 
 Other errors set the partition aside for ``replica.fetch.backoff.ms``; a lost connection
 costs the whole fetcher that wait. Fetching and appending never block the event loop.
+
+The follower's replication throttle (KIP-73, ``throttle``): a partition it names is left
+out of the request while this replica has not caught up with the leader's high watermark
+and the throttle is over ``follower.replication.throttled.rate`` (a request left with
+nothing waits ``replica.fetch.backoff.ms``); the bytes received for its partitions count.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from ..protocol.messages.fetch import FetchRequest
 from .cluster_state import ClusterState
 from .config import BrokerConfig
 from .io_pool import IoPool
+from .replication_quota import ReplicationQuota
 
 log = logging.getLogger("trio_broker.replication")
 
@@ -52,9 +58,13 @@ class Followed:
     leader: int
     leader_epoch: int
     backoff_until: float = 0.0
+    in_sync: bool = False  # caught up with the leader's high watermark at its last answer
 
 
 class ReplicaFetchers:
+    # The follower's replication throttle (KIP-73), set by the broker; None: no throttle.
+    throttle: ReplicationQuota | None = None
+
     def __init__(
         self,
         broker_id: int,
@@ -200,6 +210,8 @@ class ReplicaFetchers:
             plog = self._partition(*key)
             if plog is None or plog.closed:
                 continue
+            if self.throttle is not None and self.throttle.holds(*key, followed.in_sync):
+                continue  # Kafka's shouldFollowerThrottle: left out while over the rate
             end = plog.log_end_offset
             asked[key] = (plog, followed)
             topics.setdefault(key[0], []).append(
@@ -237,10 +249,14 @@ class ReplicaFetchers:
                 await self._truncate(key, plog, diverging.epoch, diverging.end_offset)
                 return
             records = p.records
+            throttle = self.throttle
+            if throttle is not None and records and throttle.is_throttled(*key):
+                throttle.record(len(records))
             try:
                 await self.io.run(
                     lambda: _apply(plog, records, p.high_watermark, p.log_start_offset)
                 )
+                followed.in_sync = plog.log_end_offset >= p.high_watermark
             except LogError as exc:
                 log.warning("%s-%d: follower append failed: %s", *key, exc)
                 followed.backoff_until = trio.current_time() + self._backoff_s()

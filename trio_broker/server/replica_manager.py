@@ -1,15 +1,16 @@
-"""The partitions this broker leads, their logs, and the data path's I/O (Kafka's
-ReplicaManager, for one broker with one replica per partition).
+"""The partitions this broker holds, their logs, and the data path's I/O (Kafka's
+ReplicaManager; the followers' and leaders' replication is ``replication``'s).
 
 Owns: ``ReplicaManager``: opening the log manager at start-up (recovering what a crash
 left), creating and deleting partition logs with their topic's configuration, appending
-validated record batches, reading batches as file regions (the offset questions are
-``offset_queries``'), and the periodic flush, retention and compaction (``LogCleaner``).
-Appends that may wait for the disk (an fsync by the flush policy, a segment roll, or a
-large batch) run in worker threads bounded by the io limiter (``num.io.threads``); small
-ones that only write to the page cache run inline, as do reads (index lookups and a few
-``pread`` calls on the page cache). After each append the fetch purgatory is told, so
-parked fetches complete as soon as their bytes exist.
+validated record batches, reading batches as file regions (offset questions are
+``offset_queries``'), the replication throttles' state (``ReplicationQuotas``: the leader
+holds a throttled partition back from a follower out of the ISR here), and the periodic
+flush, retention and compaction (``LogCleaner``). Appends that may wait for the disk (an
+fsync by the flush policy, a segment roll, or a large batch) run in worker threads bounded
+by the io limiter (``num.io.threads``); small ones that only write to the page cache run
+inline, as do reads (index lookups and a few ``pread`` calls on the page cache). After
+each append the fetch purgatory is told: parked fetches complete once their bytes exist.
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from ..apis.services import LogDirInfo, ReadItem, ReadResult, TopicInfo, WriteResult
-from ..log.config import LogConfig
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
 from ..log.partition_log import PartitionLog
@@ -39,49 +39,16 @@ from .io_pool import IoPool
 from .log_cleaner import LogCleaner
 from .purgatory import Purgatory
 from .replication import Replication
-from .topic_config import effective_topic_config
+from .replication_quota import ReplicationQuotas
+from .topic_config import NO_FLUSH_MS, effective_topic_config, log_config_for
 
 log = logging.getLogger("trio_broker.server")
-
-_NO_FLUSH_MS = 2**63 - 1
 
 ProduceItem = tuple[str, int, memoryview | None]  # topic, partition, records
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def log_config_for(config: BrokerConfig, overrides: Mapping[str, str | None]) -> LogConfig:
-    """A topic's LogConfig: its own overrides over the broker's log.* defaults."""
-    e = {k: v.value for k, v in effective_topic_config(config, overrides).items()}
-    flush_ms = e["flush.ms"]
-    return LogConfig(
-        segment_bytes=e["segment.bytes"],
-        segment_ms=e["segment.ms"],
-        retention_bytes=e["retention.bytes"],
-        retention_ms=e["retention.ms"],
-        index_interval_bytes=e["index.interval.bytes"],
-        segment_index_bytes=e["segment.index.bytes"],
-        flush_interval_messages=e["flush.messages"],
-        flush_interval_ms=None if flush_ms >= _NO_FLUSH_MS else flush_ms,
-        max_message_bytes=e["max.message.bytes"],
-        message_timestamp_type=e["message.timestamp.type"],
-        compression_type=e["compression.type"],
-        compression_level=_level(e),
-        cleanup_policy=tuple(e["cleanup.policy"]),
-        min_cleanable_dirty_ratio=float(e["min.cleanable.dirty.ratio"]),
-        min_compaction_lag_ms=e["min.compaction.lag.ms"],
-        max_compaction_lag_ms=e["max.compaction.lag.ms"],
-        delete_retention_ms=e["delete.retention.ms"],
-    )
-
-
-def _level(e: Mapping[str, Any]) -> int | None:
-    """The compression level for the topic's codec (KIP-390), None for the default."""
-    codec = e["compression.type"]
-    level = e.get(f"compression.{codec}.level")
-    return None if level is None or level == -1 else int(level)
 
 
 class ReplicaManager:
@@ -106,6 +73,10 @@ class ReplicaManager:
         # The event loop's token, so worker threads can hand figures back to it.
         self.trio_token: trio.lowlevel.TrioToken | None = None
         self.duplicate_batches = 0  # retried idempotent batches answered from the cache
+        # Told (topic, partition, producer id, commit) once a transaction marker is
+        # appended here as the leader and the ISR holds it (``txn_markers``): the group
+        # coordinator's hook.
+        self.marker_observers: list[Callable[[str, int, int, bool], None]] = []
 
         self._min_insync: dict[str, int] = {}
         # The leader's side of replication (its purgatory for acks=all is the broker's).
@@ -116,6 +87,14 @@ class ReplicaManager:
             produce_purgatory,
             lambda: self.config["replica.lag.time.max.ms"],
             self.min_insync,
+        )
+        # Replication throttles (KIP-73): this broker's sides of them, per topic as its
+        # configs come into force (``_note_topic_configs``).
+        self.throttles = ReplicationQuotas(
+            config.broker_id,
+            lambda: self.config,
+            samples=config["replication.quota.window.num"],
+            window_s=config["replication.quota.window.size.seconds"],
         )
         # Partitions whose last append failed on the disk: a full disk is logged once when
         # it starts failing and once when appends work again, not once per produce.
@@ -146,7 +125,7 @@ class ReplicaManager:
         )
         for t in topics:
             if self.cluster.authoritative:  # the controller says which logs are held here
-                self._note_min_insync(t)
+                self._note_topic_configs(t)
             else:
                 self.create_logs(t)
         for _, plog in self.logs.logs():
@@ -179,7 +158,7 @@ class ReplicaManager:
         that has none (blocking)."""
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
-        self._note_min_insync(topic)
+        self._note_topic_configs(topic)
         for p in topic.partitions:
             if only is not None and p.index != only:
                 continue
@@ -199,10 +178,14 @@ class ReplicaManager:
         for p in topic.partitions:
             self.logs.delete(topic.name, p.index)
         self._min_insync.pop(topic.name, None)
+        self.throttles.forget_topic(topic.name)
 
-    def _note_min_insync(self, topic: TopicInfo) -> None:
+    def _note_topic_configs(self, topic: TopicInfo) -> None:
+        """The topic's configs read on the data path: min.insync.replicas and the
+        replication throttles' lists (called as they come into force, on any thread)."""
         entry = effective_topic_config(self.config, topic.configs)["min.insync.replicas"]
         self._min_insync[topic.name] = int(entry.value)
+        self.throttles.note_topic(topic.name, topic.configs)
 
     def min_insync(self, topic: str) -> int:
         return self._min_insync.get(topic, 1)
@@ -210,7 +193,7 @@ class ReplicaManager:
     def reconfigure(self, topic: TopicInfo) -> None:
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
-        self._note_min_insync(topic)
+        self._note_topic_configs(topic)
         for p in topic.partitions:
             plog = self.logs.get(topic.name, p.index)
             if plog is not None:
@@ -381,7 +364,8 @@ class ReplicaManager:
         is refused, and a last fetched epoch the log does not hold up to the fetch offset
         is answered with the diverging epoch (its end in this log) and no records. A
         follower (``replica_id`` >= 0) reads past the high watermark, and its fetch offset
-        is its progress (``Replication.follower_fetched``)."""
+        is its progress (``Replication.follower_fetched``); a partition the leader's
+        replication throttle holds back comes back ``held``, without records."""
         results: list[ReadResult | None] = [None] * len(items)
         jobs: list[tuple[int, PartitionLog, int, int]] = []
         for i, (topic, partition, offset, limit, current, last_fetched) in enumerate(items):
@@ -404,6 +388,9 @@ class ReplicaManager:
             else:
                 if replica_id >= 0:
                     self.replication.follower_fetched(topic, partition, replica_id, offset)
+                    if held := self._held(topic, partition, replica_id, plog, offset):
+                        results[i] = held
+                        continue
                 jobs.append((i, plog, offset, limit))
         follower = replica_id >= 0
         if jobs:
@@ -429,6 +416,21 @@ class ReplicaManager:
             for (i, plog, _, _), outcome in zip(jobs, await self.io.run(read_all), strict=True):
                 results[i] = self._read_result(items[i][0], items[i][1], plog, outcome)
         return [r for r in results if r is not None]
+
+    def _held(
+        self, topic: str, partition: int, replica: int, plog: PartitionLog, at: int
+    ) -> ReadResult | None:
+        """The answer, without records, to a follower's read the leader's replication
+        throttle holds back (Kafka's shouldLeaderThrottle), or None to read it (an offset
+        out of range is read, to be answered as such)."""
+        if not plog.log_start_offset <= at <= plog.log_end_offset:
+            return None
+        state = self.replication.leaders.get((topic, partition))
+        in_sync = state is not None and replica in state.isr
+        if not self.throttles.leader.holds(topic, partition, in_sync):
+            return None
+        hw, lso, start = plog.high_watermark, plog.last_stable_offset, plog.log_start_offset
+        return ReadResult(ErrorCode.NONE, hw, lso, start, b"", held=True)
 
     def _read_result(
         self, topic: str, partition: int, plog: PartitionLog, outcome: ReadInfo | Exception
@@ -459,6 +461,7 @@ class ReplicaManager:
             log_start_offset=info.log_start_offset,
             records=info.regions if info.regions else b"",
             size=info.size_bytes,
+            aborted_transactions=info.aborted_transactions,
         )
 
     def log_size(self, topic: str, partition: int) -> int:
@@ -467,11 +470,20 @@ class ReplicaManager:
         plog = self.partition(topic, partition)
         return -1 if plog is None else plog.size_bytes
 
-    def consumer_horizon(self, topic: str, partition: int) -> int | None:
-        """The high watermark of a replicated partition (a parked consumer fetch waits
-        for it to move, not for the log to grow); None for a single replica."""
+    def consumer_horizon(
+        self, topic: str, partition: int, committed_only: bool = False
+    ) -> int | None:
+        """The high watermark of a replicated partition, its last stable offset for
+        read_committed (a parked consumer fetch waits for it to move, not for the log to
+        grow); None for a single replica, unless a transaction holds its last stable
+        offset below the log end."""
         plog = self.partition(topic, partition)
-        return plog.high_watermark if plog is not None and plog.replicated else None
+        if plog is None:
+            return None
+        if committed_only:
+            lso = plog.last_stable_offset
+            return lso if plog.replicated or lso < plog.log_end_offset else None
+        return plog.high_watermark if plog.replicated else None
 
     async def log_dirs(self, wanted: Mapping[str, Sequence[int]] | None) -> list[LogDirInfo]:
         """DescribeLogDirs: each log dir, the partitions in it (of ``wanted``, or all)
@@ -516,7 +528,7 @@ class ReplicaManager:
         task_status.started()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.cleaner.run)
-            if flush_every < _NO_FLUSH_MS:
+            if flush_every < NO_FLUSH_MS:
                 nursery.start_soon(self._every, flush_every, self._flush_dirty)
             nursery.start_soon(self._every, retention_every, self._retention)
             hw_every = self.config["replica.high.watermark.checkpoint.interval.ms"]

@@ -1,13 +1,15 @@
 """Topic-level configuration, under Kafka's topic config names (LogConfig's).
 
 Owns: the topic definition table (``TOPIC_CONFIG_DEF``) with, for each key, the broker key
-it defaults from (``TOPIC_BROKER_KEYS``: ``retention.ms`` <- ``log.retention.ms``, ...);
+it defaults from (``TOPIC_BROKER_KEYS``: ``retention.ms`` <- ``log.retention.ms``, ...;
+the replication throttles' ``*.replication.throttled.replicas`` have none: empty lists);
 ``validate_topic_configs``, which CreateTopics and AlterConfigs use to check a topic's
 overrides (its ``ConfigError`` message is what they send back with INVALID_CONFIG); and
 ``effective_topic_config``, which DescribeConfigs uses: every key's value with its source
 (TOPIC_CONFIG, or the broker's DYNAMIC_BROKER_CONFIG / STATIC_BROKER_CONFIG /
-DEFAULT_CONFIG) and flags. Types and validators are those of the broker key, so a value
-valid for one is valid for the other. Pure functions; no I/O.
+DEFAULT_CONFIG) and flags; ``log_config_for``, the ``LogConfig`` a topic's logs run with.
+Types and validators are those of the broker key, so a value valid for one is valid for
+the other. Pure functions; no I/O.
 """
 
 from __future__ import annotations
@@ -17,8 +19,19 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ..log.config import LogConfig
 from .config import BROKER_CONFIG_DEF, BrokerConfig
-from .configdef import HIDDEN, ConfigEntry, ConfigError, ConfigKey, ConfigSource, looks_sensitive
+from .configdef import (
+    HIDDEN,
+    Check,
+    ConfigEntry,
+    ConfigError,
+    ConfigKey,
+    ConfigSource,
+    ConfigType,
+    looks_sensitive,
+)
+from .replication_quota import FOLLOWER, LEADER, THROTTLED_REPLICAS, throttled_replicas_problem
 
 __all__ = [
     "TOPIC_BROKER_KEYS",
@@ -110,10 +123,27 @@ def _topic_key(name: str, broker_key: str, doc: str) -> ConfigKey:
     return ConfigKey(name, broker.type, None, doc, broker.validator, dynamic=True)
 
 
+def _throttled_replicas(side: str) -> ConfigKey:
+    doc = (
+        f"Replicas throttled on the {side}'s side of replication while out of the ISR "
+        f"(KIP-73, at {side}.replication.throttled.rate): '*' for all, or "
+        "partition:broker,... (each broker takes the entries naming it); empty: none."
+    )
+    check = Check("'*' or a list of partition:broker", throttled_replicas_problem)
+    return ConfigKey(THROTTLED_REPLICAS[side], ConfigType.LIST, None, doc, check, dynamic=True)
+
+
+# Topic keys with no broker key: their default is their own (an empty list).
+_TOPIC_ONLY_KEYS = tuple(_throttled_replicas(side) for side in (LEADER, FOLLOWER))
+
 TOPIC_CONFIG_DEF: Mapping[str, ConfigKey] = MappingProxyType(
-    {name: _topic_key(name, broker_key, doc) for name, broker_key, doc in _TOPIC_KEYS}
+    {
+        **{name: _topic_key(name, broker_key, doc) for name, broker_key, doc in _TOPIC_KEYS},
+        **{key.name: key for key in _TOPIC_ONLY_KEYS},
+    }
 )
-"""Every topic key, by name. Defaults are ``None``: a topic's default is a broker value."""
+"""Every topic key, by name. Defaults are ``None``: a topic's default is a broker value,
+or for a key no broker key backs (the throttled-replicas lists), the empty list."""
 
 TOPIC_BROKER_KEYS: Mapping[str, str] = MappingProxyType(
     {name: broker_key for name, broker_key, _ in _TOPIC_KEYS}
@@ -154,6 +184,8 @@ def effective_topic_config(
         value = typed.get(name)
         if value is not None:
             source = ConfigSource.TOPIC_CONFIG
+        elif name not in TOPIC_BROKER_KEYS:
+            value, source = (), ConfigSource.DEFAULT_CONFIG
         else:
             broker_key = TOPIC_BROKER_KEYS[name]
             value = broker_cfg[broker_key]
@@ -189,3 +221,38 @@ def config_doc(name: str, resource_type: int) -> str | None:
     """A config key's documentation for DescribeConfigs, or None for an unknown key."""
     key = (TOPIC_CONFIG_DEF if resource_type == 2 else BROKER_CONFIG_DEF).get(name)
     return key.doc if key is not None else None
+
+
+NO_FLUSH_MS = 2**63 - 1  # flush.ms at Long.MAX: never flush by time
+
+
+def log_config_for(config: BrokerConfig, overrides: Mapping[str, str | None]) -> LogConfig:
+    """A topic's LogConfig: its own overrides over the broker's log.* defaults."""
+    e = {k: v.value for k, v in effective_topic_config(config, overrides).items()}
+    flush_ms = e["flush.ms"]
+    return LogConfig(
+        segment_bytes=e["segment.bytes"],
+        segment_ms=e["segment.ms"],
+        retention_bytes=e["retention.bytes"],
+        retention_ms=e["retention.ms"],
+        index_interval_bytes=e["index.interval.bytes"],
+        segment_index_bytes=e["segment.index.bytes"],
+        flush_interval_messages=e["flush.messages"],
+        flush_interval_ms=None if flush_ms >= NO_FLUSH_MS else flush_ms,
+        max_message_bytes=e["max.message.bytes"],
+        message_timestamp_type=e["message.timestamp.type"],
+        compression_type=e["compression.type"],
+        compression_level=_level(e),
+        cleanup_policy=tuple(e["cleanup.policy"]),
+        min_cleanable_dirty_ratio=float(e["min.cleanable.dirty.ratio"]),
+        min_compaction_lag_ms=e["min.compaction.lag.ms"],
+        max_compaction_lag_ms=e["max.compaction.lag.ms"],
+        delete_retention_ms=e["delete.retention.ms"],
+    )
+
+
+def _level(e: Mapping[str, Any]) -> int | None:
+    """The compression level for the topic's codec (KIP-390), None for the default."""
+    codec = e["compression.type"]
+    level = e.get(f"compression.{codec}.level")
+    return None if level is None or level == -1 else int(level)

@@ -15,6 +15,8 @@ thin client of Kafka's APIs (``cluster_ops``), sent to that controller:
 
     ... elect [TOPIC:PARTITION ...] [--unclean]      ElectLeaders (preferred by default)
     ... reassign TOPIC PARTITION --to 1,2 | --cancel  AlterPartitionReassignments
+    ... reassign TOPIC PARTITION --to 1,2 --throttle BYTES_PER_S   the copy throttled
+    ... reassign TOPIC PARTITION --verify             done yet? then no more throttles
     ... reassignments                                 ListPartitionReassignments
 
 A leadership change is a LeaderAndIsr to the brokers involved (the new leader takes the
@@ -339,6 +341,18 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("partition", type=int)
     r.add_argument("--to", metavar="BROKER_IDS", help="e.g. 1,2 (the first leads)")
     r.add_argument("--cancel", action="store_true", help="cancel its move under way")
+    r.add_argument(
+        "--throttle",
+        type=int,
+        metavar="BYTES_PER_S",
+        help="with --to: throttle the copy to the new replicas (KIP-73), as "
+        "kafka-reassign-partitions.sh --throttle",
+    )
+    r.add_argument(
+        "--verify",
+        action="store_true",
+        help="is the move done? once it is, remove the throttles it set",
+    )
     sub.add_parser("reassignments", help="ListPartitionReassignments, as JSON")
     args = parser.parse_args(argv)
     if args.command in ("elect", "reassign", "reassignments"):
@@ -370,10 +384,17 @@ def _cluster_ops(args: argparse.Namespace) -> int:
         if args.command == "elect":
             wanted = [(t, int(p)) for t, _, p in (x.rpartition(":") for x in args.partitions)]
             print(json.dumps(ops.elect(wanted or None, args.unclean), indent=1))
+        elif args.command == "reassign" and args.verify:
+            print(_verify(ops, args.topic, args.partition))
         elif args.command == "reassign":
             if args.cancel == bool(args.to):
-                raise ControllerError("give either --to BROKER_IDS or --cancel")
+                raise ControllerError("give either --to BROKER_IDS, --cancel or --verify")
+            if args.throttle is not None and (args.cancel or args.throttle < 0):
+                raise ControllerError("--throttle takes --to and a rate >= 0")
             to = None if args.cancel else [int(b) for b in args.to.split(",")]
+            if to is not None and args.throttle is not None:
+                involved = ops.throttle(args.topic, args.partition, to, args.throttle)
+                print(f"throttled at {args.throttle} B/s on brokers {involved}")
             print(f"{args.topic}-{args.partition}: {ops.reassign(args.topic, args.partition, to)}")
         else:
             print(json.dumps(ops.reassignments(), indent=1))
@@ -381,6 +402,19 @@ def _cluster_ops(args: argparse.Namespace) -> int:
         print(f"trio-broker-controller: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _verify(ops: ClusterOps, topic: str, partition: int) -> str:
+    """Kafka's ``--verify``: is the move done; once it is, its throttles are removed."""
+    if f"{topic}-{partition}" in ops.reassignments():
+        return f"{topic}-{partition}: still moving"
+    removed = ops.clear_throttles(topic)
+    cleared = {
+        (): "; other partitions of the topic still move: throttles kept",
+        ("topic",): "; throttles removed from the topic (other moves keep the brokers' rates)",
+        ("topic", "brokers"): "; throttles removed from the topic and every broker",
+    }
+    return f"{topic}-{partition}: done{cleared[tuple(removed)]}"
 
 
 if __name__ == "__main__":

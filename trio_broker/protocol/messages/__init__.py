@@ -23,6 +23,7 @@ from . import (
     scram,
     topics,
     transactions,
+    txn_markers,
 )
 
 __all__ = [
@@ -45,4 +46,5 @@ __all__ = [
     "scram",
     "topics",
     "transactions",
+    "txn_markers",
 ]

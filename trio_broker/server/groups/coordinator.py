@@ -49,7 +49,14 @@ from .membership import Membership, MembershipConfig, validate_member
 from .offsets import CONSUMER_PROTOCOL_TYPE, OffsetAndMetadata, expired_partitions
 from .ownership import Ownership, unload
 from .state import DEAD, DELETE_GROUP, EMPTY, OFFSET_COMMIT, STABLE, Reply
-from .storage import Ack, OffsetsTopic, OrderedWriter, StoredRecord, partition_for
+from .storage import (
+    OFFSETS_TOPIC,
+    Ack,
+    OffsetsTopic,
+    OrderedWriter,
+    StoredRecord,
+    partition_for,
+)
 from .timers import Timers
 
 log = logging.getLogger("trio_broker.groups")
@@ -416,6 +423,11 @@ class GroupCoordinator:
             else:
                 out[tp] = CommittedOffset() if om is None else _committed(om)
         return ErrorCode.NONE, out
+
+    def on_marker(self, topic: str, partition: int, producer_id: int, commit: bool) -> None:
+        """``ReplicaManager.marker_observers``: a marker is in a partition's ISR."""
+        if topic == OFFSETS_TOPIC:
+            self.complete_txn(partition, producer_id, commit)
 
     def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
         """A transaction marker landed in ``partition`` of the offsets topic: the offsets

@@ -364,6 +364,40 @@ def _cluster(c: dict[str, Any]) -> Iterator[Metric]:
         "Largest lag of a follower of a partition led here, in messages",
         value=r["max_follower_lag"],
     )
+    yield from _throttles(r["throttles"])
+
+
+def _throttles(t: dict[str, Any]) -> Iterator[Metric]:
+    """The replication throttles (KIP-73), per side: leader and follower."""
+    for side, what in (("leader", "sent as leader"), ("follower", "fetched as follower")):
+        yield GaugeMetricFamily(
+            f"kafka_server_{side}_replication_byte_rate",
+            f"Bytes/s of throttled partitions {what} ({side.title()}Replication byte-rate)",
+            value=t[side]["byte_rate"],
+        )
+    partitions = GaugeMetricFamily(
+        "kafka_server_replication_throttled_partitions",
+        "Partitions led (leader) or followed (follower) here that a throttle names",
+        labels=["side"],
+    )
+    held = CounterMetricFamily(
+        "kafka_server_replication_throttle_held_back",
+        "Times a throttled partition's data was left out of a replica fetch",
+        labels=["side"],
+    )
+    limit = GaugeMetricFamily(
+        "kafka_server_replication_throttled_rate",
+        "The throttle's bytes/s ({leader,follower}.replication.throttled.rate), if set",
+        labels=["side"],
+    )
+    for side in ("leader", "follower"):
+        partitions.add_metric([side], t[side]["throttled_partitions"])
+        held.add_metric([side], t[side]["held_back"])
+        if t[side]["rate_limit"] is not None:
+            limit.add_metric([side], t[side]["rate_limit"])
+    yield partitions
+    yield held
+    yield limit
 
 
 def _log_cleaner(lc: dict[str, Any]) -> Iterator[Metric]:

@@ -11,22 +11,14 @@ answered NOT_LEADER_OR_FOLLOWER, which the coordinator retries.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
 
+from ...apis.services import TxnMarker
 from ...protocol.errors import ErrorCode
 
 TopicPartition = tuple[str, int]
 Results = list[dict[TopicPartition, int]]
-
-
-@dataclass(frozen=True, slots=True)
-class TxnMarker:
-    producer_id: int
-    producer_epoch: int
-    coordinator_epoch: int
-    commit: bool
-    partitions: Sequence[TopicPartition]
 
 
 class Markers(Protocol):

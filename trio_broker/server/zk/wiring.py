@@ -10,7 +10,7 @@ beside the registration); a leader's ISR changes are written to ZooKeeper
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .broker_configs import ZkBrokerConfigs
 from .config_changes import ZkConfigChanges
@@ -18,11 +18,10 @@ from .isr_writer import ZkIsrWriter
 from .topic_configs import ZkTopicConfigs
 from .topics import ZkTopics
 
-if TYPE_CHECKING:
-    from ..broker import Broker
 
-
-def join_cluster(broker: Broker) -> None:
+def join_cluster(broker: Any) -> None:
+    """``broker``: the ``Broker`` being built (typed loosely: the broker module imports
+    this one), with its ``zk`` membership set."""
     zk = broker.zk
     assert zk is not None
     session, topics = zk.session, broker.topic_admin
