@@ -32,7 +32,8 @@ from ..support.wire import AsyncWireClient
 FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
 GROUP_APIS = {8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5)}
 GROUP_APIS |= {15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
-TRANSACTION_APIS = {24, 25, 26, 28}  # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
+# AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit: (min, max) served
+TRANSACTION_APIS = {24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4)}
 
 
 def address(broker) -> str:  # type: ignore[no-untyped-def]
@@ -74,7 +75,7 @@ async def join(client: AsyncWireClient, group: str, version: int, **kw: Any) -> 
     return r
 
 
-async def test_api_versions_advertise_the_group_apis_and_no_transactions(run_broker) -> None:  # type: ignore[no-untyped-def]
+async def test_api_versions_advertise_the_group_and_transaction_apis(run_broker) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker()
     c = await client_of(broker)
     got = {
@@ -82,7 +83,7 @@ async def test_api_versions_advertise_the_group_apis_and_no_transactions(run_bro
         for k in (await c.request(ApiVersionsRequest(), 3)).api_keys
     }
     assert {k: got.get(k) for k in GROUP_APIS} == GROUP_APIS
-    assert not TRANSACTION_APIS & set(got)
+    assert {k: got.get(k) for k in TRANSACTION_APIS} == TRANSACTION_APIS
 
 
 @pytest.mark.parametrize("version", range(7))
@@ -94,9 +95,9 @@ async def test_find_coordinator_every_version(run_broker, version: int) -> None:
         r = await c.request(FindCoordinatorRequest(key="g", key_type=0), version)
         assert (r.error_code, r.node_id, r.host, r.port) == (0, 0, host, port)
         if version >= 1:
+            # a transactional id's coordinator: this broker, on its own
             t = await c.request(FindCoordinatorRequest(key="tx", key_type=1), version)
-            assert (t.error_code, t.node_id) == (E.COORDINATOR_NOT_AVAILABLE, -1)
-            assert "transactions are not supported" in t.error_message
+            assert (t.error_code, t.node_id, t.host, t.port) == (0, 0, host, port)
             bad = await c.request(FindCoordinatorRequest(key="x", key_type=7), version)
             assert bad.error_code == E.INVALID_REQUEST
         return
@@ -107,7 +108,7 @@ async def test_find_coordinator_every_version(run_broker, version: int) -> None:
         (k, 0, 0, host, port) for k in ("a", "b", "")
     ]
     t = await c.request(FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]), version)
-    assert [x.error_code for x in t.coordinators] == [E.COORDINATOR_NOT_AVAILABLE]
+    assert [(x.error_code, x.node_id, x.port) for x in t.coordinators] == [(0, 0, port)]
     # A share-group key (KIP-932) exists from v6; share groups are not served.
     s = await c.request(FindCoordinatorRequest(key_type=2, coordinator_keys=["g:t:0"]), version)
     share_error = E.COORDINATOR_NOT_AVAILABLE if version >= 6 else E.INVALID_REQUEST

@@ -107,7 +107,22 @@ def test_init_producer_id_every_version(broker: BrokerThread, version: int) -> N
             assert (r.error_code, r.producer_epoch) == (ErrorCode.NONE, 0)
             ids.add(r.producer_id)
         assert len(ids) == 3
+        # An empty transactional id is refused; a real one gets its own producer id,
+        # whose epoch each new start bumps (fencing the producer before it).
         r = c.request(
-            InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), version
+            InitProducerIdRequest(transactional_id="", transaction_timeout_ms=60000), version
         )
         assert r.error_code == ErrorCode.INVALID_REQUEST
+        first = c.request(
+            InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), version
+        )
+        again = c.request(
+            InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), version
+        )
+        assert (first.error_code, again.error_code) == (0, 0)
+        assert first.producer_id not in ids and again.producer_id == first.producer_id
+        assert again.producer_epoch == first.producer_epoch + 1
+        too_long = c.request(
+            InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=900001), version
+        )
+        assert too_long.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
