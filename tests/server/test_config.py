@@ -645,6 +645,17 @@ def test_port_zero_may_repeat() -> None:
     assert [lis.port for lis in c.listeners] == [0, 0]
 
 
+# A broker of a ZooKeeper cluster whose only listener (so the inter-broker one) is SASL.
+_TLS = {"ssl.keystore.location": "broker.pem"}
+_OWN_JAAS = "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+_SASL_CLUSTER = {
+    "listeners": "SASL_PLAINTEXT://:9092",
+    "zookeeper.connect": "zk:2181",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+        'password="broker-secret";'
+    ),
+}
 CROSS_KEY_ERRORS = [
     # (settings, key named, text in the reason)
     (
@@ -763,6 +774,72 @@ CROSS_KEY_ERRORS = [
         "sasl.enabled.mechanisms",
         "listener SASL_PLAINTEXT uses SASL_PLAINTEXT, which needs a mechanism",
     ),
+    # ---- the inter-broker listener (config_inter_broker)
+    (
+        {
+            "inter.broker.listener.name": "PLAINTEXT",
+            "security.inter.broker.protocol": "PLAINTEXT",
+        },
+        "inter.broker.listener.name",
+        "set only one of inter.broker.listener.name and security.inter.broker.protocol",
+    ),
+    (
+        {"inter.broker.listener.name": "internal"},
+        "inter.broker.listener.name",
+        "expected a listener name in listeners (PLAINTEXT)",
+    ),
+    (
+        {"security.inter.broker.protocol": "SASL_SSL"},
+        "security.inter.broker.protocol",
+        "expected the name of a listener in listeners (PLAINTEXT)",
+    ),
+    (
+        {
+            "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+            "control.plane.listener.name": "CONTROLLER",
+            "inter.broker.listener.name": "CONTROLLER",
+        },
+        "inter.broker.listener.name",
+        "the control plane's listener",
+    ),
+    (
+        {**_SASL_CLUSTER, "sasl.mechanism.inter.broker.protocol": "GSSAPI"},
+        "sasl.mechanism.inter.broker.protocol",
+        "brokers log in to each other with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512",
+    ),
+    (
+        {**_SASL_CLUSTER, "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512"},
+        "sasl.mechanism.inter.broker.protocol",
+        "listener SASL_PLAINTEXT does not enable it (sasl.enabled.mechanisms=PLAIN)",
+    ),
+    (
+        {**_SASL_CLUSTER, "listener.name.sasl_plaintext.plain.sasl.jaas.config": ""},
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+        "brokers need the username and password they log in with there",
+    ),
+    (
+        {
+            **_SASL_CLUSTER,
+            _OWN_JAAS: "",
+            "sasl.jaas.config": "PlainLoginModule required username=x;",
+        },
+        "sasl.jaas.config",
+        "needs password",
+    ),
+    (
+        {
+            **_SASL_CLUSTER,
+            _OWN_JAAS: "",
+            "sasl.jaas.config": 'PlainLoginModule required password="x"',
+        },
+        "sasl.jaas.config",
+        "must end with ';'",
+    ),
+    (
+        {"listener.name.plaintext.plain.sasl.jaas.config": "M required;"},
+        "listener.name.plaintext.plain.sasl.jaas.config",
+        "listener PLAINTEXT uses PLAINTEXT, which has no SASL",
+    ),
 ]
 
 
@@ -791,6 +868,55 @@ def test_cross_key_errors(settings: dict[str, str], key: str, reason: str) -> No
 )
 def test_consistent_settings_pass(settings: dict[str, str]) -> None:
     BrokerConfig(settings)
+
+
+@pytest.mark.parametrize(
+    ("settings", "listener"),
+    [
+        ({}, "PLAINTEXT"),  # neither key: the PLAINTEXT listener, as before them
+        ({"listeners": "SSL://:9093,PLAINTEXT://:9092", **_TLS}, "PLAINTEXT"),
+        ({"listeners": "SSL://:9093,SASL_SSL://:9094", **_TLS}, "SSL"),  # else the first
+        (
+            {
+                "listeners": "CONTROLLER://:9093,SSL://:9094",
+                "control.plane.listener.name": "CONTROLLER",
+                **_TLS,
+            },
+            "SSL",  # never the control plane's
+        ),
+        (
+            {
+                "listeners": "SSL://:9093,PLAINTEXT://:9092",
+                "inter.broker.listener.name": "ssl",
+                **_TLS,
+            },
+            "SSL",
+        ),
+        (
+            {
+                "listeners": "SSL://:9093,PLAINTEXT://:9092",
+                "security.inter.broker.protocol": "SSL",
+                **_TLS,
+            },
+            "SSL",
+        ),
+    ],
+)
+def test_the_inter_broker_listener(settings: dict[str, str], listener: str) -> None:
+    assert BrokerConfig(settings).inter_broker_listener_name == listener
+
+
+def test_the_inter_broker_login_comes_from_the_listeners_jaas_entry() -> None:
+    config = BrokerConfig(
+        {**_SASL_CLUSTER, "sasl.jaas.config": 'M required username="other" password="o";'}
+    )
+    login = config.peer_login("SASL_PLAINTEXT")
+    assert login is not None
+    assert (login.mechanism, login.username, login.password) == ("PLAIN", "broker", "broker-secret")
+    assert "broker-secret" not in repr(login) and "broker-secret" not in repr(config)
+    # Without ZooKeeper there is no other broker to log in to: no JAAS entry needed.
+    alone = BrokerConfig({"listeners": "SASL_PLAINTEXT://:9092"})
+    assert alone.peer_login("SASL_PLAINTEXT") is None
 
 
 def test_convenience_parsers() -> None:

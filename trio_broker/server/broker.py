@@ -54,6 +54,7 @@ from .group_locator import CoordinatorLocator
 from .groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from .groups.storage import OFFSETS, OFFSETS_TOPIC, TXN_STATE_TOPIC
 from .handler_pool import HandlerPool
+from .inter_broker import peer_listeners
 from .io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
 from .listener_security import listener_security
 from .metrics import BrokerMetrics, MetricsReport
@@ -100,13 +101,13 @@ class Broker:
         self._admin = admin
         self.broker_id: int = config["broker.id"]
         self.cluster_id = ""
-        # ZooKeeper's controller reaches the brokers on the control plane, else PLAINTEXT.
-        names = [lc.name for lc in config.listeners]
-        peers = config.control_plane_listener_name or (
-            "PLAINTEXT" if "PLAINTEXT" in names else names[0]
-        )
+        # Followers fetch on the inter-broker listener; ZooKeeper's controller reaches the
+        # brokers on the control plane, else there too (with its TLS and SASL: inter_broker).
+        fetch_on, control_on = peer_listeners(config)
         self.zk = (
-            ZkMembership(config, self._registration, peers) if config["zookeeper.connect"] else None
+            ZkMembership(config, self._registration, control_on)
+            if config["zookeeper.connect"]
+            else None
         )
         if self.zk is None:  # no controller to ask: a cluster of one (controller_requests)
             plain = api_table is API_TABLE
@@ -257,15 +258,13 @@ class Broker:
             self.replica_manager,
             self.fetch_purgatory,
         )
-        # Followers fetch from their leaders' data listener (Kafka's inter-broker one).
-        data_listeners = [n for n in names if n != control] or names
         self.fetchers = ReplicaFetchers(
             self.broker_id,
             self.cluster,
             self.replica_manager.partition,
             self.io_pool,
             lambda: self.config,
-            "PLAINTEXT" if "PLAINTEXT" in data_listeners else data_listeners[0],
+            fetch_on,
             lambda: self.control.changed,
         )
         self.control.fetchers = self.fetchers

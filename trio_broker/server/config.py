@@ -24,7 +24,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..security.sasl_client import SaslLogin
 from .config_checks import ListenerSettings, cross_check, resolve_synonyms
+from .config_inter_broker import inter_broker_listener, peer_login
 from .config_keys import BROKER_CONFIG_DEF, BROKER_SYNONYMS, DYNAMIC_KEYS
 from .config_names import LISTENER_KEYS, known_key, listener_key
 from .config_syntax import (
@@ -84,7 +86,9 @@ class BrokerConfig(Mapping[str, Any]):
         "_advertised",
         "_defaults",
         "_dynamic",
+        "_inter_broker",
         "_listeners",
+        "_logins",
         "_originals",
         "_origins",
         "_protocols",
@@ -124,6 +128,17 @@ class BrokerConfig(Mapping[str, Any]):
         self._values = MappingProxyType(values)
         checked = cross_check(values)
         self._protocols, self._listeners, self._advertised, self._admin, self._security = checked
+        control = self.control_plane_listener_name
+        self._inter_broker = inter_broker_listener(values, merged, self._listeners, control)
+        # Brokers log in to each other only in a cluster (a broker alone reaches none).
+        peers = (self._inter_broker, control) if values["zookeeper.connect"] else ()
+        self._logins = MappingProxyType(
+            {
+                lis.name: peer_login(values, lis, self._security[lis.name])
+                for lis in self._listeners
+                if lis.name in peers
+            }
+        )
 
     # ---- Mapping: typed values by key
     def __getitem__(self, name: str) -> Any:
@@ -313,6 +328,16 @@ class BrokerConfig(Mapping[str, Any]):
     def control_plane_listener(self) -> ListenerConfig | None:
         name = self.control_plane_listener_name
         return next((lis for lis in self._listeners if lis.name == name), None)
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """The listener followers fetch from other brokers on (``config_inter_broker``)."""
+        return self._inter_broker
+
+    def peer_login(self, listener: str) -> SaslLogin | None:
+        """The SASL login on ``listener`` of other brokers (the inter-broker listener or
+        the control plane's, in a ZooKeeper cluster; None: no SASL there)."""
+        return self._logins.get(listener.upper())
 
     @property
     def log_dirs(self) -> list[Path]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from .config_names import LISTENER_PREFIX, LISTENER_SECURITY_KEYS
+from .config_names import JAAS_KEY, LISTENER_PREFIX, LISTENER_SECURITY_KEYS
 from .config_syntax import (
     MS_PER_HOUR,
     MS_PER_MINUTE,
@@ -247,7 +247,8 @@ def check_listener_keys(values: Mapping[str, Any], listeners: tuple[ListenerConf
                 render(value),
                 f"listener {listener} uses {lis.security_protocol}, which has no TLS",
             )
-        if key == "sasl.enabled.mechanisms" and lis.security_protocol not in SASL:
+        sasl_key = key == "sasl.enabled.mechanisms" or JAAS_KEY.fullmatch(key)
+        if sasl_key and lis.security_protocol not in SASL:
             raise ConfigError(
                 name,
                 render(value),

@@ -13,6 +13,7 @@ from .config_syntax import (
     SASL_MECHANISMS,
     STORE_TYPES,
     STR,
+    SecurityProtocol,
     authorizer_name,
     parse_super_users,
     whole,
@@ -46,11 +47,51 @@ SECURITY_KEYS: list[ConfigKey] = [
     define("ssl.truststore.type", STR, "PEM", "Format of the trust store (PEM only).", STORE_TYPES),
     define("ssl.truststore.location", STR, None, "PEM file of CA certificates to trust."),
     define(
+        "ssl.endpoint.identification.algorithm",
+        STR,
+        "https",
+        "How a broker checks another broker's certificate names it: https (the host name "
+        "it connects to must be in the certificate) or empty (not checked).",
+        OneOf(("https", ""), case_sensitive=False),
+    ),
+    define(
         "ssl.client.auth",
         STR,
         "none",
         "Whether SSL clients must present a certificate.",
         OneOf(("required", "requested", "none")),
+    ),
+    define(
+        "sasl.jaas.config",
+        PASSWORD,
+        None,
+        "JAAS login module entry whose username and password the broker logs in to other "
+        "brokers' SASL listeners with (listener.name.<l>.<mechanism>.sasl.jaas.config wins).",
+    ),
+    # ---- between brokers (Kafka's inter-broker listener)
+    define(
+        "inter.broker.listener.name",
+        STR,
+        None,
+        "Listener followers fetch from other brokers on (and the controller's requests go "
+        "to, without control.plane.listener.name). Not with security.inter.broker.protocol.",
+    ),
+    define(
+        "security.inter.broker.protocol",
+        STR,
+        "PLAINTEXT",
+        "The inter-broker listener given by name when set: the listener whose name is "
+        "this protocol. With neither key set: the PLAINTEXT listener if any, else the "
+        "first listener that is not the control plane's.",
+        OneOf(tuple(p.value for p in SecurityProtocol)),
+    ),
+    define(
+        "sasl.mechanism.inter.broker.protocol",
+        STR,
+        "PLAIN",
+        "SASL mechanism brokers log in to each other's SASL listeners with: PLAIN (the "
+        "default here; Kafka's, GSSAPI, is not served), SCRAM-SHA-256 or SCRAM-SHA-512.",
+        OneOf(("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")),
     ),
     # Kafka's Kerberos (GSSAPI) settings, changeable at run time as Kafka's: accepted and
     # stored so that tools and clients that set them (kafka-configs, librdkafka's admin

@@ -2,7 +2,8 @@
 
 Owns: ``LISTENER_KEYS`` (what ``listener.name.<l>.<key>`` may set, Kafka's per-listener
 overrides; ``LISTENER_SECURITY_KEYS``: the ``ssl.*`` keys and ``sasl.enabled.mechanisms``
-among them), ``LISTENER_PREFIX``, ``listener_key`` and ``known_key``, which finds a name's
+among them; and ``JAAS_KEY``, ``listener.name.<l>.<mechanism>.sasl.jaas.config``),
+``LISTENER_PREFIX``, ``listener_key`` and ``known_key``, which finds a name's
 definition in the key table (``config_keys``) or raises a ``ConfigError`` saying why the
 name is unknown (with the nearest known name).
 """
@@ -32,14 +33,22 @@ LISTENER_KEYS = frozenset(
     }
 )
 LISTENER_PREFIX = re.compile(r"listener\.name\.([A-Za-z0-9_-]+)\.(.+)")
+# A listener's JAAS entry for one SASL mechanism (Kafka's form, mechanism in lower case):
+# listener.name.<l>.<mechanism>.sasl.jaas.config.
+JAAS_KEY = re.compile(r"(plain|scram-sha-256|scram-sha-512|gssapi|oauthbearer)\.sasl\.jaas\.config")
 
 
 def listener_key(name: str) -> ConfigKey | None:
     """The definition of a well-formed ``listener.name.<l>.<key>`` name; None otherwise."""
     m = LISTENER_PREFIX.fullmatch(name)
-    if m is None or m.group(1) != m.group(1).lower() or m.group(2) not in LISTENER_KEYS:
+    if m is None or m.group(1) != m.group(1).lower():
         return None
-    base = BROKER_CONFIG_DEF[m.group(2)]
+    if JAAS_KEY.fullmatch(m.group(2)):
+        base = BROKER_CONFIG_DEF["sasl.jaas.config"]
+    elif m.group(2) in LISTENER_KEYS:
+        base = BROKER_CONFIG_DEF[m.group(2)]
+    else:
+        return None
     return ConfigKey(name, base.type, base.default, base.doc, base.validator, dynamic=base.dynamic)
 
 

@@ -3,7 +3,9 @@
 Owns: ``ReplicaFetchers``, Kafka's ReplicaFetcherManager with one fetcher task per leader
 broker (``num.replica.fetchers`` 1). ``follow`` (from LeaderAndIsr) adds a partition to
 its leader's fetcher, ``unfollow`` takes it away; a fetcher with nothing left ends. Each
-fetcher keeps one connection to its leader's inter-broker listener and sends Fetch v12
+fetcher keeps one connection to its leader's inter-broker listener (``inter_broker``: with
+that listener's TLS and SASL; a failed handshake or login is logged as an error naming
+the leader and the listener, then tried again after the backoff) and sends Fetch v12
 with this broker's id as the replica id (the leader reads past its high watermark for it,
 counts it as the follower's progress, and parks it up to ``replica.fetch.wait.max.ms``),
 each partition with its fetch offset (this log's end), the leader epoch this broker knows
@@ -39,7 +41,7 @@ import trio
 
 from ..log.errors import LogError
 from ..log.partition_log import PartitionLog
-from ..network.peer_client import PeerClient
+from ..network.peer_client import PeerAuthenticationError, PeerClient, PeerListener
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.fetch import FetchRequest
 from .cluster_state import ClusterState
@@ -72,7 +74,7 @@ class ReplicaFetchers:
         partition: Callable[[str, int], PartitionLog | None],
         io: IoPool,
         config: Callable[[], BrokerConfig],
-        listener: str,
+        listener: PeerListener,
         view_changed: Callable[[], trio.Event],
     ) -> None:
         self.broker_id = broker_id
@@ -135,8 +137,13 @@ class ReplicaFetchers:
                         await self._view_changed().wait()
                     continue
                 try:
-                    client = await PeerClient.connect(address, f"replica-{self.broker_id}")
-                except OSError as exc:
+                    client = await self._connect(address)
+                except PeerAuthenticationError as exc:
+                    self.fetch_errors += 1
+                    log.error("fetcher for broker %d: %s; retrying", leader, exc)
+                    await trio.sleep(self._backoff_s())
+                    continue
+                except (OSError, trio.BrokenResourceError, trio.TooSlowError) as exc:
                     log.warning("fetcher for broker %d: cannot connect: %s", leader, exc)
                     await trio.sleep(self._backoff_s())
                     continue
@@ -157,11 +164,17 @@ class ReplicaFetchers:
         finally:  # (no await since the loop's test: a follow() now starts a new one)
             self._fetchers.pop(leader, None)
 
+    async def _connect(self, address: str) -> PeerClient:
+        """A connection to ``address`` on the inter-broker listener (TLS, SASL as it
+        asks), within ``replica.socket.timeout.ms``."""
+        with trio.fail_after(self._config()["replica.socket.timeout.ms"] / 1000):
+            return await PeerClient.connect(address, f"replica-{self.broker_id}", self.listener)
+
     def _address(self, leader: int) -> str | None:
         broker = self.cluster.cache.brokers.get(leader)
         if broker is None:
             return None
-        endpoint = broker.endpoints.get(self.listener)
+        endpoint = broker.endpoints.get(self.listener.name)
         if endpoint is None:
             return None
         host, port = endpoint

@@ -1,13 +1,19 @@
-"""A TLS listener's server context, from Kafka's ``ssl.*`` properties.
+"""A TLS listener's contexts, from Kafka's ``ssl.*`` properties: the server's, and the
+client's this broker reaches the same listener of other brokers with.
 
-Owns: ``server_ssl_context``, built from one listener's settings (each ``ssl.*`` key its
-``listener.name.<l>.`` override or the broker-wide one; see ``ListenerSettings``).
+Owns: ``server_ssl_context`` and ``client_ssl_context``, built from one listener's
+settings (each ``ssl.*`` key its ``listener.name.<l>.`` override or the broker-wide one;
+see ``ListenerSettings``).
 PEM only (``ssl.keystore.type=PEM``): the key store is either ``ssl.keystore.location``
 (one PEM file holding the private key and its certificate chain, the key encrypted with
 ``ssl.key.password`` or not) or the inline pair ``ssl.keystore.key`` +
 ``ssl.keystore.certificate.chain``; the trust store ``ssl.truststore.location`` holds the
 CA certificates client certificates must chain to; ``ssl.client.auth`` is ``required``,
-``requested`` or ``none``. A key or certificate that cannot be loaded stops start-up with
+``requested`` or ``none``. The client context (Kafka's inter-broker client side) trusts
+the same trust store (without one, the system's CAs), presents the same key store (for
+listeners with ``ssl.client.auth``), and checks the peer's host name against its
+certificate unless ``ssl.endpoint.identification.algorithm`` is empty (Kafka's default
+``https``). A key or certificate that cannot be loaded stops start-up with
 a ``ConfigError`` naming the key that gave it. Blocking file I/O (read once at start-up).
 """
 
@@ -29,6 +35,51 @@ def server_ssl_context(settings: ListenerSettings) -> ssl.SSLContext:
     # certificates; as in Kafka, only the trust store's CAs are trusted.
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    _load_key_store(context, settings)
+    client_auth = settings["ssl.client.auth"]
+    if not _load_trust_store(context, settings) and client_auth != "none":
+        raise ConfigError(
+            settings.name("ssl.truststore.location"),
+            None,
+            f"{settings.name('ssl.client.auth')}={client_auth} needs the CA certificates "
+            "to check clients against",
+        )
+    context.verify_mode = _VERIFY[client_auth]
+    return context
+
+
+def client_ssl_context(settings: ListenerSettings) -> ssl.SSLContext:
+    """The context this broker connects to listener ``settings.listener`` of other brokers
+    with: their certificates must chain to the trust store's CAs (the system's without
+    one) and, with ``ssl.endpoint.identification.algorithm=https``, name the host."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    _load_key_store(context, settings)
+    if not _load_trust_store(context, settings):
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    algorithm = settings["ssl.endpoint.identification.algorithm"] or ""
+    context.check_hostname = algorithm.lower() == "https"
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def _load_trust_store(context: ssl.SSLContext, settings: ListenerSettings) -> bool:
+    """Trust the CAs of ``ssl.truststore.location``; False if it is not set."""
+    trust = settings["ssl.truststore.location"]
+    if trust is None:
+        return False
+    try:
+        context.load_verify_locations(cafile=trust)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(
+            settings.name("ssl.truststore.location"),
+            trust,
+            f"cannot load CA certificates: {_why(exc)}",
+        ) from None
+    return True
+
+
+def _load_key_store(context: ssl.SSLContext, settings: ListenerSettings) -> None:
     password = _secret(settings["ssl.key.password"])
     location = settings["ssl.keystore.location"]
     if location is not None:
@@ -52,26 +103,6 @@ def server_ssl_context(settings: ListenerSettings) -> ssl.SSLContext:
                     f.write(_pem_text(text))
             where = settings.name("ssl.keystore.key")
             _load_chain(context, where, str(chain_file), str(key_file), password, shown=False)
-    client_auth = settings["ssl.client.auth"]
-    trust = settings["ssl.truststore.location"]
-    if trust is not None:
-        try:
-            context.load_verify_locations(cafile=trust)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(
-                settings.name("ssl.truststore.location"),
-                trust,
-                f"cannot load CA certificates: {_why(exc)}",
-            ) from None
-    elif client_auth != "none":
-        raise ConfigError(
-            settings.name("ssl.truststore.location"),
-            None,
-            f"{settings.name('ssl.client.auth')}={client_auth} needs the CA certificates "
-            "to check clients against",
-        )
-    context.verify_mode = _VERIFY[client_auth]
-    return context
 
 
 def _load_chain(

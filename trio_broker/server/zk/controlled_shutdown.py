@@ -3,7 +3,8 @@
 
 Owns: ``request_controlled_shutdown``. Before its listeners stop, a broker of a ZooKeeper
 cluster (``controlled.shutdown.enable``) asks the controller (``/controller``, reached on
-its control-plane listener as registered in ``/brokers/ids``) to move its leaderships to
+its control-plane listener, else its inter-broker one, as registered in ``/brokers/ids``,
+with that listener's TLS and SASL) to move its leaderships to
 other in-sync replicas: ControlledShutdown v3. The controller answers once it has done so,
 with the partitions it could not move. An attempt that fails (no controller, unreachable,
 an error, partitions remaining) is made again after ``controlled.shutdown.retry.backoff.ms``,
@@ -18,7 +19,7 @@ import logging
 import trio
 from kazoo.exceptions import KazooException
 
-from ...network.peer_client import PeerClient
+from ...network.peer_client import PeerClient, PeerListener
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.controller import ControlledShutdownRequest
 from . import layout
@@ -31,7 +32,7 @@ REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms
 
 
 async def request_controlled_shutdown(
-    session: ZkSession, broker_id: int, listener: str, retries: int, backoff_s: float
+    session: ZkSession, broker_id: int, listener: PeerListener, retries: int, backoff_s: float
 ) -> bool:
     """Ask the controller to move this broker's leaderships away; True once it has moved
     them all."""
@@ -39,7 +40,13 @@ async def request_controlled_shutdown(
         try:
             with trio.fail_after(REQUEST_TIMEOUT_S):
                 outcome = await _attempt(session, broker_id, listener)
-        except (OSError, trio.TooSlowError, KazooException, ValueError) as exc:
+        except (
+            OSError,
+            trio.BrokenResourceError,
+            trio.TooSlowError,
+            KazooException,
+            ValueError,
+        ) as exc:
             outcome = f"{type(exc).__name__}: {exc}"
         if outcome is None:
             log.info("controlled shutdown of broker %d succeeded", broker_id)
@@ -51,7 +58,7 @@ async def request_controlled_shutdown(
     return False
 
 
-async def _attempt(session: ZkSession, broker_id: int, listener: str) -> str | None:
+async def _attempt(session: ZkSession, broker_id: int, listener: PeerListener) -> str | None:
     """One attempt: None on success, else what went wrong."""
     found = await session.get(layout.CONTROLLER)
     if found is None:
@@ -60,10 +67,12 @@ async def _attempt(session: ZkSession, broker_id: int, listener: str) -> str | N
     registered = await session.get(layout.broker_path(controller))
     if registered is None:
         return f"controller {controller} is not registered"
-    endpoint = layout.Registration.decode(controller, registered[0]).endpoints.get(listener)
+    endpoints = layout.Registration.decode(controller, registered[0]).endpoints
+    endpoint = endpoints.get(listener.name)
     if endpoint is None:
-        return f"controller {controller} has no {listener} listener"
-    client = await PeerClient.connect(f"{endpoint[0]}:{endpoint[1]}", f"broker-{broker_id}")
+        return f"controller {controller} has no {listener.name} listener"
+    address = f"{endpoint[0]}:{endpoint[1]}"
+    client = await PeerClient.connect(address, f"broker-{broker_id}", listener)
     try:
         request = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=-1)
         response = await client.request(request, CONTROLLED_SHUTDOWN_VERSION)

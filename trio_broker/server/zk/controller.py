@@ -15,7 +15,8 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
 - sends LeaderAndIsr to each live replica of a changed partition (and of every partition
   to a broker that has just (re)joined), StopReplica with delete to the replicas of a
   deleted topic, and UpdateMetadata with the live brokers and every partition to every
-  live broker, over the receivers' control-plane listener (``network.PeerClient``);
+  live broker, over the receivers' control-plane listener, else their inter-broker one
+  (``network.PeerClient``, with that listener's TLS and SASL: ``server.inter_broker``);
 
 then waits until a broker or a topic comes or goes, a topic's assignment changes (a data
 watch on each ``/brokers/topics/<t>``, as Kafka's: CreatePartitions' new partitions get
@@ -42,7 +43,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 import trio
 from kazoo.exceptions import BadVersionError
 
-from ...network.peer_client import PeerClient
+from ...network.peer_client import PeerAuthenticationError, PeerClient, PeerListener
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.controller import (
     LeaderAndIsrPartitionState,
@@ -99,10 +100,21 @@ def elect(
 
 
 class ZkController:
-    def __init__(self, session: ZkSession, broker_id: int, control_listener: str) -> None:
+    def __init__(
+        self,
+        session: ZkSession,
+        broker_id: int,
+        peers: PeerListener,
+        control_plane: str | None = None,
+    ) -> None:
+        """``peers``: the listener the brokers are told on (the control plane's, else the
+        inter-broker one); ``control_plane``: ``control.plane.listener.name``, which
+        UpdateMetadata leaves out of the endpoints it tells (clients never see it)."""
         self.session = session
         self.broker_id = broker_id
-        self.control_listener = control_listener
+        self.peers = peers
+        self.control_listener = peers.name
+        self.control_plane = control_plane
         self.live: dict[int, layout.Registration] = {}
         self.topics: dict[str, TopicView] = {}
         self.updates_sent = 0
@@ -496,7 +508,7 @@ class ZkController:
                             security_protocol=PROTOCOL_IDS.get(b.protocols.get(name, name), 0),
                         )
                         for name, (host, port) in b.endpoints.items()
-                        if name != self.control_listener
+                        if name != self.control_plane
                     ],
                     rack=b.rack,
                 )
@@ -545,15 +557,15 @@ class ZkController:
             while True:
                 try:
                     with trio.fail_after(SEND_TIMEOUT_S):
-                        client = await PeerClient.connect(address, f"controller-{self.broker_id}")
+                        client_id = f"controller-{self.broker_id}"
+                        client = await PeerClient.connect(address, client_id, self.peers)
                         try:
                             response = await client.request(request, version)
                         finally:
                             await client.aclose()
-                except (OSError, trio.TooSlowError) as exc:
-                    log.warning(
-                        "%s to broker %d: %s", type(request).__name__, broker.broker_id, exc
-                    )
+                except (OSError, trio.BrokenResourceError, trio.TooSlowError) as exc:
+                    failed = log.error if isinstance(exc, PeerAuthenticationError) else log.warning
+                    failed("%s to broker %d: %s", type(request).__name__, broker.broker_id, exc)
                     await trio.sleep(RETRY_S)
                     continue
                 if getattr(response, "error_code", 0):

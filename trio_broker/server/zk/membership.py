@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from ...network.peer_client import PeerListener
 from ..config import BrokerConfig
 from ..meta_properties import new_cluster_id
 from .controlled_shutdown import request_controlled_shutdown
@@ -46,8 +47,10 @@ class ZkMembership:
         self,
         config: BrokerConfig,
         registration: Callable[[], Registration],
-        control: str,
+        control: PeerListener,
     ) -> None:
+        """``control``: the listener the controller tells brokers on (and a stopping broker
+        reaches the controller on): the control plane's, else the inter-broker one."""
         self.config = config
         timeout_ms = config["zookeeper.session.timeout.ms"]
         self.session = ZkSession(
@@ -64,7 +67,9 @@ class ZkMembership:
             on_controller=self._lead,
             on_resign=self._resign,
         )
-        self.controller = ZkController(self.session, config.broker_id, control)
+        self.controller = ZkController(
+            self.session, config.broker_id, control, config.control_plane_listener_name
+        )
         balance = (
             config["auto.leader.rebalance.enable"],
             float(config["leader.imbalance.check.interval.seconds"]),
@@ -114,7 +119,7 @@ class ZkMembership:
             await request_controlled_shutdown(
                 self.session,
                 config.broker_id,
-                self.controller.control_listener,
+                self.controller.peers,
                 config["controlled.shutdown.max.retries"],
                 config["controlled.shutdown.retry.backoff.ms"] / 1000,
             )
