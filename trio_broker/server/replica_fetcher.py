@@ -131,7 +131,7 @@ class ReplicaFetchers:
     async def _fetcher(self, leader: int) -> None:
         try:
             while self._mine(leader):
-                address = self._address(leader)
+                address = self.address_of(leader)
                 if address is None:  # not in the cluster view yet: wait for news
                     with trio.move_on_after(self._backoff_s()):
                         await self._view_changed().wait()
@@ -170,7 +170,8 @@ class ReplicaFetchers:
         with trio.fail_after(self._config()["replica.socket.timeout.ms"] / 1000):
             return await PeerClient.connect(address, f"replica-{self.broker_id}", self.listener)
 
-    def _address(self, leader: int) -> str | None:
+    def address_of(self, leader: int) -> str | None:
+        """``leader``'s endpoint on the inter-broker listener (host:port), if known."""
         broker = self.cluster.cache.brokers.get(leader)
         if broker is None:
             return None

@@ -5,7 +5,8 @@ Owns: ``TransactionService``, the ``TransactionsView`` the transaction APIs call
 ``__transaction_state`` in the broker's catalog and logs (``LogOffsetsTopic`` with the
 ``TXN_STATE`` spec; the cluster's in a ZooKeeper cluster), producer ids from the broker's
 producer id manager, markers written through the broker's own ``write_txn_markers`` for
-partitions it leads and sent to the leaders of the others, and FindCoordinator answered
+partitions it leads and sent to the leaders of the others (``MarkerChannel``), and
+FindCoordinator answered
 by a ``CoordinatorLocator`` on the same topic.
 """
 
@@ -20,7 +21,8 @@ from ..group_locator import CoordinatorLocator, CreateTopic
 from ..groups.storage import OFFSETS_TOPIC, LogOffsetsTopic
 from . import TXN_STATE
 from .coordinator import TransactionCoordinator, TxnConfig
-from .markers import MarkerWriter, SendMarkers, WriteMarkers
+from .marker_channel import MarkerChannel
+from .markers import MarkerWriter, WriteMarkers
 
 TopicPartition = tuple[str, int]
 
@@ -32,7 +34,6 @@ class TransactionService:
         write_markers: WriteMarkers,
         *,
         create_topic: CreateTopic | None,
-        send_markers: SendMarkers | None = None,
         offsets_partition: Callable[[str], int],
         new_producer_id: Callable[[], Awaitable[int]],
     ) -> None:
@@ -52,7 +53,14 @@ class TransactionService:
             info = cluster.cache.partitions.get(name, {}).get(partition)
             return None if info is None else int(info.leader)
 
-        self.markers = MarkerWriter(broker.broker_id, leader_of, write_markers, send_markers)
+        # In a ZooKeeper cluster, markers for partitions led elsewhere go to their leaders
+        # over the inter-broker listener, as the followers' fetches do.
+        fetchers = broker.fetchers
+        self.channel = MarkerChannel(
+            broker.broker_id, fetchers.address_of, lambda: fetchers.listener
+        )
+        send = self.channel.send if create_topic is not None else None
+        self.markers = MarkerWriter(broker.broker_id, leader_of, write_markers, send)
         self.coordinator = TransactionCoordinator(
             TxnConfig.from_broker(config),
             topic,
@@ -68,6 +76,7 @@ class TransactionService:
 
     def stop(self) -> None:
         self.coordinator.stop()
+        # (the marker channel's connections close with the loop: nothing to flush)
 
     # ------------------------------------------------------ TransactionsView
 
