@@ -248,3 +248,92 @@ def test_a_restarted_broker_keeps_its_transactions(node: BrokerThread) -> None:
     again.produce("durable", value=b"after")
     again.commit_transaction(15)
     assert read_all(node, "durable", "read_committed") == [b"committed", b"after"]
+
+
+def test_kafka_python_admin_lists_and_describes_transactions(node: BrokerThread) -> None:
+    # What kafka-transactions.sh asks: ListTransactions, DescribeTransactions and
+    # DescribeProducers (through kafka-python's admin client, which speaks all three).
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpPartition
+    from kafka.errors import TransactionalIdNotFoundError
+
+    make_topic(node, "intro", 2)
+    p = txn_producer(node, "app-intro")
+    p.begin_transaction()
+    p.produce("intro", value=b"open", partition=1)
+    p.flush(10)
+    done = txn_producer(node, "app-done")
+    done.begin_transaction()
+    done.produce("intro", value=b"kept", partition=0)
+    done.commit_transaction(15)
+
+    admin = KafkaAdminClient(bootstrap_servers=node.bootstrap)
+    try:
+        listed = {
+            t.transactional_id: t.state.value
+            for ts in admin.list_transactions().values()
+            for t in ts
+        }
+        assert listed == {"app-intro": "Ongoing", "app-done": "CompleteCommit"}
+        ongoing = admin.list_transactions(state_filters=["Ongoing"])
+        assert [t.transactional_id for ts in ongoing.values() for t in ts] == ["app-intro"]
+
+        described = admin.describe_transactions(["app-intro"])["app-intro"]
+        assert described.state.value == "Ongoing"
+        assert described.topic_partitions == {KpPartition("intro", 1)}
+        assert described.transaction_timeout_ms == 60000  # librdkafka's default
+        with pytest.raises(TransactionalIdNotFoundError):
+            admin.describe_transactions(["nobody"])
+
+        states = admin.describe_producers([KpPartition("intro", 1)])[KpPartition("intro", 1)]
+        (producer,) = states.active_producers
+        assert producer.producer_id == described.producer_id
+        assert producer.current_transaction_start_offset == 0  # the open transaction's first
+    finally:
+        admin.close()
+    p.abort_transaction(15)
+
+
+def test_aiokafka_commits_and_aborts(node: BrokerThread) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.structs import TopicPartition as AioPartition
+
+    make_topic(node, "aio")
+
+    async def main() -> dict[str, list[bytes]]:
+        p = AIOKafkaProducer(bootstrap_servers=node.bootstrap, transactional_id="app-aio")
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait("aio", b"kept")
+            await p.begin_transaction()
+            await p.send_and_wait("aio", b"dropped")
+            await p.abort_transaction()
+        finally:
+            await p.stop()
+        seen: dict[str, list[bytes]] = {}
+        for isolation in ("read_committed", "read_uncommitted"):
+            c = AIOKafkaConsumer(
+                bootstrap_servers=node.bootstrap,
+                auto_offset_reset="earliest",
+                isolation_level=isolation,
+            )
+            await c.start()
+            try:
+                tp = AioPartition("aio", 0)
+                c.assign([tp])
+                end = (await c.end_offsets([tp]))[tp]  # read_committed: the LSO
+                got: list[bytes] = []
+                async with asyncio.timeout(20):
+                    while await c.position(tp) < end:
+                        batches = await c.getmany(timeout_ms=1000)
+                        got += [m.value for ms in batches.values() for m in ms]
+                seen[isolation] = got
+            finally:
+                await c.stop()
+        return seen
+
+    seen = asyncio.run(main())
+    assert seen == {"read_committed": [b"kept"], "read_uncommitted": [b"kept", b"dropped"]}

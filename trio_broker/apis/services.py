@@ -193,6 +193,31 @@ class ConfigEntryView(Protocol):
     def text(self) -> str | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class TxnDescription:
+    """One transactional id as its coordinator has it (DescribeTransactions,
+    ListTransactions, ``GET /v1/transactions``); ``state`` in Kafka's words."""
+
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_ms: int
+    partitions: Sequence[tuple[str, int]]
+
+
+class ActiveProducer(NamedTuple):
+    """A producer a partition keeps state for (DescribeProducers)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    txn_start_offset: int  # its open transaction's first offset, -1: none
+
+
 class TransactionsView(Protocol):
     """The transaction coordinator, as the transaction APIs see it (``server.transactions``).
     Every call answers Kafka's error code (0: done)."""
@@ -230,6 +255,14 @@ class TransactionsView(Protocol):
     async def end_txn(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool
     ) -> int: ...
+
+    def describe(self, transactional_id: str) -> tuple[int, TxnDescription | None]: ...
+
+    def listing(
+        self, states: Sequence[str], producer_ids: Sequence[int], min_duration_ms: int
+    ) -> tuple[int, list[str], list[TxnDescription]]:
+        """(error, the state filters not known, the ids that pass the filters)."""
+        ...
 
 
 class BrokerView(Protocol):
@@ -371,6 +404,13 @@ class BrokerView(Protocol):
     @property
     def transactions(self) -> TransactionsView:
         """The transaction coordinator."""
+        ...
+
+    async def describe_producers(
+        self, topic: str, partition: int
+    ) -> tuple[int, list[ActiveProducer]]:
+        """The producers a partition this broker leads keeps state for (error: the
+        partition is not here, or not led here)."""
         ...
 
     def consumer_horizon(

@@ -114,6 +114,9 @@ API_TABLE = ApiTable(
         ApiEntry(messages.transactions.ADD_OFFSETS_TO_TXN, transactions.add_offsets_to_txn),
         ApiEntry(messages.transactions.END_TXN, transactions.end_txn),
         ApiEntry(messages.transactions.TXN_OFFSET_COMMIT, transactions.txn_offset_commit),
+        ApiEntry(messages.transactions.DESCRIBE_PRODUCERS, transactions.describe_producers),
+        ApiEntry(messages.transactions.DESCRIBE_TRANSACTIONS, transactions.describe_transactions),
+        ApiEntry(messages.transactions.LIST_TRANSACTIONS, transactions.list_transactions),
         # group coordinator
         ApiEntry(messages.groups.FIND_COORDINATOR, groups.find_coordinator),
         ApiEntry(messages.groups.JOIN_GROUP, groups.join_group),

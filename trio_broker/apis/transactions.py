@@ -1,6 +1,8 @@
 """A transactional producer's requests to its coordinator: AddPartitionsToTxn v0-5,
 AddOffsetsToTxn v0-4 and EndTxn v0-4, and to the group coordinator TxnOffsetCommit v0-4
-(offsets that count once the transaction commits). (InitProducerId with a transactional id is in
+(offsets that count once the transaction commits); DescribeProducers v0,
+DescribeTransactions v0 and ListTransactions v0-1, as ``kafka-transactions.sh`` asks.
+(InitProducerId with a transactional id is in
 ``init_producer_id``, FindCoordinator's TRANSACTION key in ``groups``).
 
 Authorization as Kafka's: WRITE on the TRANSACTIONAL_ID (else
@@ -27,8 +29,14 @@ from ..protocol.messages.transactions import (
     AddPartitionsToTxnResponse,
     AddPartitionsToTxnTopic,
     AddPartitionsToTxnTopicResult,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
     EndTxnRequest,
     EndTxnResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
@@ -36,6 +44,7 @@ from ..security.acl import ResourceType
 from .authz import GROUP, TOPIC, Op, allowed, cluster_allowed
 from .context import RequestContext
 from .group_services import OffsetCommitEntry, coordinator_of, unknown_topic_partition
+from .services import ActiveProducer
 
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 TopicPartition = tuple[str, int]
@@ -216,3 +225,105 @@ async def txn_offset_commit(
         throttle_time_ms=ctx.throttle_time_ms,
         topics=[TxnOffsetCommitResponse.Topic(name=t, partitions=ps) for t, ps in by_topic.items()],
     )
+
+
+# ---------------------------------------------------------------- introspection
+# As Kafka: DescribeTransactions needs DESCRIBE on each TRANSACTIONAL_ID (and lists only
+# the topics the principal may DESCRIBE); ListTransactions lists the ids it may DESCRIBE;
+# DescribeProducers needs READ on each topic.
+
+
+async def describe_transactions(
+    ctx: RequestContext, req: DescribeTransactionsRequest
+) -> DescribeTransactionsResponse:
+    State = DescribeTransactionsResponse.TransactionState
+    states = []
+    for txn_id in req.transactional_ids:
+        if not allowed(ctx, Op.DESCRIBE, TRANSACTIONAL_ID, txn_id):
+            code, found = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), None
+        else:
+            code, found = ctx.broker.transactions.describe(txn_id)
+        if found is None:
+            states.append(State(error_code=code, transactional_id=txn_id))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in found.partitions:
+            if allowed(ctx, Op.DESCRIBE, TOPIC, topic, log_denied=False):
+                by_topic.setdefault(topic, []).append(partition)
+        states.append(
+            State(
+                error_code=code,
+                transactional_id=txn_id,
+                transaction_state=found.state,
+                transaction_timeout_ms=found.timeout_ms,
+                transaction_start_time_ms=found.start_ms,
+                producer_id=found.producer_id,
+                producer_epoch=found.producer_epoch,
+                topics=[State.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            )
+        )
+    return DescribeTransactionsResponse(
+        throttle_time_ms=ctx.throttle_time_ms, transaction_states=states
+    )
+
+
+async def list_transactions(
+    ctx: RequestContext, req: ListTransactionsRequest
+) -> ListTransactionsResponse:
+    duration = req.duration_filter if ctx.api_version >= 1 else -1
+    code, unknown, found = ctx.broker.transactions.listing(
+        req.state_filters, req.producer_id_filters, duration
+    )
+    State = ListTransactionsResponse.TransactionState
+    return ListTransactionsResponse(
+        throttle_time_ms=ctx.throttle_time_ms,
+        error_code=code,
+        unknown_state_filters=unknown,
+        transaction_states=[
+            State(
+                transactional_id=t.transactional_id,
+                producer_id=t.producer_id,
+                transaction_state=t.state,
+            )
+            for t in found
+            if allowed(ctx, Op.DESCRIBE, TRANSACTIONAL_ID, t.transactional_id, log_denied=False)
+        ],
+    )
+
+
+async def describe_producers(
+    ctx: RequestContext, req: DescribeProducersRequest
+) -> DescribeProducersResponse:
+    Topic = DescribeProducersResponse.TopicResponse
+    Partition = Topic.PartitionResponse
+    topics = []
+    for t in req.topics:
+        partitions = []
+        may_read = allowed(ctx, Op.READ, TOPIC, t.name)
+        for index in t.partition_indexes:
+            active: list[ActiveProducer] = []
+            if not may_read:
+                code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif unknown_topic_partition(ctx, t.name, index):
+                code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                code, active = await ctx.broker.describe_producers(t.name, index)
+            partitions.append(
+                Partition(
+                    partition_index=index,
+                    error_code=code,
+                    active_producers=[
+                        Partition.ProducerState(
+                            producer_id=a.producer_id,
+                            producer_epoch=a.producer_epoch,
+                            last_sequence=a.last_sequence,
+                            last_timestamp=a.last_timestamp,
+                            coordinator_epoch=a.coordinator_epoch,
+                            current_txn_start_offset=a.txn_start_offset,
+                        )
+                        for a in active
+                    ],
+                )
+            )
+        topics.append(Topic(name=t.name, partitions=partitions))
+    return DescribeProducersResponse(throttle_time_ms=ctx.throttle_time_ms, topics=topics)

@@ -228,6 +228,23 @@ class LogCore:
     def producer_count(self) -> int:
         return len(self._producers.producers)
 
+    def active_producers(self) -> list[tuple[int, int, int, int, int, int]]:
+        """(producer id, epoch, last sequence, last batch's max timestamp, coordinator
+        epoch, open transaction's first offset or -1) of each producer kept here, for
+        DescribeProducers. Takes the log's lock: blocking."""
+        with self._lock:
+            return [
+                (
+                    e.producer_id,
+                    e.epoch,
+                    e.last_seq,
+                    e.batches[-1].max_timestamp if e.batches else -1,
+                    e.coordinator_epoch,
+                    -1 if e.txn_first_offset is None else e.txn_first_offset,
+                )
+                for e in self._producers.producers.values()
+            ]
+
     @property
     def closed(self) -> bool:
         return self._closed

@@ -291,18 +291,9 @@ class Broker:
         groups = CoordinatorLocator(self, zk_create, OFFSETS, self.group_coordinator)
         self.locate_group_coordinator = groups.locate
         self.write_txn_markers = TxnMarkerWriter(self.replica_manager).write
-        self.transactions = TransactionService(
-            self,
-            self.write_txn_markers,
-            create_topic=zk_create,
-            offsets_partition=self.group_coordinator.partition_for,
-            new_producer_id=self.new_producer_id,
-        )
-        self.replica_manager.marker_observers.append(self.group_coordinator.on_marker)
-        self.control.roles = {
-            OFFSETS_TOPIC: self.group_coordinator.role_changed,
-            TXN_STATE_TOPIC: self.transactions.coordinator.role_changed,
-        }
+        self.transactions = txns = TransactionService(self, self.write_txn_markers, zk_create)
+        self.control.roles[OFFSETS_TOPIC] = self.group_coordinator.role_changed
+        self.control.roles[TXN_STATE_TOPIC] = txns.coordinator.role_changed
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
         self.authorize, self.authorize_any = access.authorize, access.authorize_any
@@ -317,6 +308,7 @@ class Broker:
         self.replication_sent = data.throttles.leader.record_sent
         self.log_size, self.consumer_horizon = data.log_size, data.consumer_horizon
         self.replication_status = data.replication.status
+        self.describe_producers = data.describe_producers
         self.log_dirs = data.log_dirs
         self.list_offsets_many = offsets.list_offsets_many
         self.delete_records_many = offsets.delete_records_many

@@ -24,7 +24,14 @@ from typing import Any
 
 import trio
 
-from ..apis.services import LogDirInfo, ReadItem, ReadResult, TopicInfo, WriteResult
+from ..apis.services import (
+    ActiveProducer,
+    LogDirInfo,
+    ReadItem,
+    ReadResult,
+    TopicInfo,
+    WriteResult,
+)
 from ..log.errors import LogError, LogStorageError, OffsetOutOfRange
 from ..log.manager import LogManager
 from ..log.partition_log import PartitionLog
@@ -315,6 +322,19 @@ class ReplicaManager:
         return f"broker {self.cluster.broker_id} does not lead {topic}-{partition}" + (
             f" (broker {leader} does)" if leader >= 0 else ""
         )
+
+    async def describe_producers(
+        self, topic: str, partition: int
+    ) -> tuple[int, list[ActiveProducer]]:
+        """DescribeProducers for one partition this broker leads (read on an io thread:
+        the log's lock may be held by an append)."""
+        plog = self.partition(topic, partition)
+        if plog is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
+        if not self.cluster.leads(topic, partition):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, []
+        rows = await self.io.run(plog.active_producers)
+        return ErrorCode.NONE, [ActiveProducer(*row) for row in rows]
 
     async def append_internal(self, topic: str, partition: int, batch: bytes) -> WriteResult:
         """Append a batch the broker built itself (the group coordinator's records in

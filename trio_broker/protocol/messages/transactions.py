@@ -1,6 +1,8 @@
-"""A transactional producer's requests to its transaction coordinator: AddPartitionsToTxn
-(24, v4+ also the brokers' batched form), AddOffsetsToTxn (25), EndTxn (26) and, to its
-group coordinator, TxnOffsetCommit (28)."""
+"""The transaction APIs: a producer's requests to its transaction coordinator,
+AddPartitionsToTxn (24, v4+ also the brokers' batched form), AddOffsetsToTxn (25) and
+EndTxn (26), and to its group coordinator TxnOffsetCommit (28); the introspection of
+``kafka-transactions.sh``: DescribeProducers (61), DescribeTransactions (65) and
+ListTransactions (66)."""
 
 from __future__ import annotations
 
@@ -119,3 +121,80 @@ ADD_PARTITIONS_TO_TXN = register(AddPartitionsToTxnRequest, AddPartitionsToTxnRe
 ADD_OFFSETS_TO_TXN = register(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse)
 END_TXN = register(EndTxnRequest, EndTxnResponse)
 TXN_OFFSET_COMMIT = register(TxnOffsetCommitRequest, TxnOffsetCommitResponse)
+
+
+class DescribeTransactionsRequest(Request, api_key=65, versions="0", flexible="0+"):
+    transactional_ids: list[str] = field("[]string")
+
+
+class DescribeTransactionsResponse(Response, api_key=65, versions="0", flexible="0+"):
+    class TransactionState(Struct):
+        class TopicData(Struct):
+            topic: str = field("string")
+            partitions: list[int] = field("[]int32")
+
+        error_code: int = field("int16")
+        transactional_id: str = field("string")
+        transaction_state: str = field("string")
+        transaction_timeout_ms: int = field("int32")
+        transaction_start_time_ms: int = field("int64")
+        producer_id: int = field("int64")
+        producer_epoch: int = field("int16")
+        topics: list[TopicData] = field(array(TopicData))
+
+    throttle_time_ms: int = field("int32")
+    transaction_states: list[TransactionState] = field(array(TransactionState))
+
+
+class ListTransactionsRequest(Request, api_key=66, versions="0-1", flexible="0+"):
+    state_filters: list[str] = field("[]string")
+    producer_id_filters: list[int] = field("[]int64")
+    duration_filter: int = field("int64", "1+", default=-1)
+
+
+class ListTransactionsResponse(Response, api_key=66, versions="0-1", flexible="0+"):
+    class TransactionState(Struct):
+        transactional_id: str = field("string")
+        producer_id: int = field("int64")
+        transaction_state: str = field("string")
+
+    throttle_time_ms: int = field("int32")
+    error_code: int = field("int16")
+    unknown_state_filters: list[str] = field("[]string")
+    transaction_states: list[TransactionState] = field(array(TransactionState))
+
+
+class DescribeProducersRequest(Request, api_key=61, versions="0", flexible="0+"):
+    class TopicRequest(Struct):
+        name: str = field("string")
+        partition_indexes: list[int] = field("[]int32")
+
+    topics: list[TopicRequest] = field(array(TopicRequest))
+
+
+class DescribeProducersResponse(Response, api_key=61, versions="0", flexible="0+"):
+    class TopicResponse(Struct):
+        class PartitionResponse(Struct):
+            class ProducerState(Struct):
+                producer_id: int = field("int64")
+                producer_epoch: int = field("int32")
+                last_sequence: int = field("int32", default=-1)
+                last_timestamp: int = field("int64", default=-1)
+                coordinator_epoch: int = field("int32")
+                current_txn_start_offset: int = field("int64", default=-1)
+
+            partition_index: int = field("int32")
+            error_code: int = field("int16")
+            error_message: str | None = field("string", nullable="0+", default=None)
+            active_producers: list[ProducerState] = field(array(ProducerState))
+
+        name: str = field("string")
+        partitions: list[PartitionResponse] = field(array(PartitionResponse))
+
+    throttle_time_ms: int = field("int32")
+    topics: list[TopicResponse] = field(array(TopicResponse))
+
+
+DESCRIBE_TRANSACTIONS = register(DescribeTransactionsRequest, DescribeTransactionsResponse)
+LIST_TRANSACTIONS = register(ListTransactionsRequest, ListTransactionsResponse)
+DESCRIBE_PRODUCERS = register(DescribeProducersRequest, DescribeProducersResponse)

@@ -105,7 +105,8 @@ class TransactionCoordinator:
             self.ownership.owned = set()
         self.epochs: dict[int, int] = {}  # partition -> coordinator epoch (leader epoch)
         self.active = False
-        self.aborted_by_timeout = 0
+        self.commits = 0
+        self.aborts = {"client": 0, "timeout": 0, "fenced": 0}  # aborts by reason
         self.expired_ids = 0
         self._opened = False
         self._open_lock = trio.Lock()
@@ -270,7 +271,8 @@ class TransactionCoordinator:
         if meta.state in (TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE):
             # The old producer's transaction is aborted with the epoch bumped (fencing
             # it); the new one asks again once that is done.
-            await self._abort_fencing(meta)
+            if not await self._abort_fencing(meta):
+                self.aborts["fenced"] += 1
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         if expected is not None and expected == (meta.producer_id, meta.producer_epoch - 1):
             # a retry of the last bump (its answer lost): the same id and epoch again
@@ -379,7 +381,12 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if state is not TxnState.ONGOING:
             return ErrorCode.INVALID_TXN_STATE
-        return await self._prepare(meta, commit)
+        error = await self._prepare(meta, commit)
+        if not error and commit:
+            self.commits += 1
+        elif not error:
+            self.aborts["client"] += 1
+        return error
 
     async def _prepare(self, meta: TxnMetadata, commit: bool, **changes: Any) -> int:
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
@@ -458,7 +465,7 @@ class TransactionCoordinator:
                 meta.timeout_ms,
             )
             if not await self._abort_fencing(meta):
-                self.aborted_by_timeout += 1
+                self.aborts["timeout"] += 1
         return len(expired)
 
     async def expire_ids(self) -> int:
@@ -478,8 +485,50 @@ class TransactionCoordinator:
 
     # ============================================================ introspection
 
-    def transactions(self) -> Sequence[TxnMetadata]:
-        return list(self.txns.values())
+    def describe(self, transactional_id: str) -> tuple[int, TxnMetadata | None]:
+        """DescribeTransactions: (error, metadata) of one id."""
+        error = self._check(transactional_id)
+        if error:
+            return error, None
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
+        return ErrorCode.NONE, meta
+
+    def listing(
+        self, states: Sequence[TxnState], producer_ids: Sequence[int], min_duration_ms: int
+    ) -> tuple[int, list[TxnMetadata]]:
+        """ListTransactions: the ids this coordinator holds, filtered by state, producer id
+        and (when >= 0) how long the transaction has run."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        if self.ownership.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        now = self.now_ms()
+        found = [
+            m
+            for m in self.txns.values()
+            if (not states or m.state in states)
+            and (not producer_ids or m.producer_id in producer_ids)
+            and (
+                min_duration_ms < 0
+                or (m.state is TxnState.ONGOING and now - m.start_ms >= min_duration_ms)
+            )
+        ]
+        return ErrorCode.NONE, found
+
+    def figures(self) -> dict[str, Any]:
+        """For the metrics: ids held, transactions ongoing and being completed, commits,
+        aborts by reason (the client's EndTxn, the timeout, a new producer fencing the
+        old), ids expired."""
+        return {
+            "transactional_ids": len(self.txns),
+            "ongoing": sum(1 for m in self.txns.values() if m.state is TxnState.ONGOING),
+            "completing": sum(1 for m in self.txns.values() if m.state.preparing),
+            "commits": self.commits,
+            "aborts": dict(self.aborts),
+            "expired_ids": self.expired_ids,
+        }
 
 
 def _known(meta: TxnMetadata, expected: tuple[int, int]) -> bool:

@@ -12,17 +12,19 @@ by a ``CoordinatorLocator`` on the same topic.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import trio
 
+from ...apis.services import TxnDescription
 from ..group_locator import CoordinatorLocator, CreateTopic
 from ..groups.storage import OFFSETS_TOPIC, LogOffsetsTopic
 from . import TXN_STATE
 from .coordinator import TransactionCoordinator, TxnConfig
 from .marker_channel import MarkerChannel
 from .markers import MarkerWriter, WriteMarkers
+from .state import TxnMetadata, TxnState
 
 TopicPartition = tuple[str, int]
 
@@ -32,12 +34,13 @@ class TransactionService:
         self,
         broker: Any,  # the Broker (its config, catalog, logs, cluster view, producer ids)
         write_markers: WriteMarkers,
-        *,
         create_topic: CreateTopic | None,
-        offsets_partition: Callable[[str], int],
-        new_producer_id: Callable[[], Awaitable[int]],
     ) -> None:
+        """``create_topic``: ZooKeeper's (the topic is the cluster's), None on a broker on
+        its own. The group coordinator hears of every marker in ``__consumer_offsets``
+        (its offsets committed in a transaction count, or go)."""
         config = broker.config
+        broker.replica_manager.marker_observers.append(broker.group_coordinator.on_marker)
         topic = LogOffsetsTopic(
             config,
             broker.topics_catalog,
@@ -64,12 +67,12 @@ class TransactionService:
         self.coordinator = TransactionCoordinator(
             TxnConfig.from_broker(config),
             topic,
-            new_producer_id,
+            broker.new_producer_id,
             self.markers,
             exists=lambda: broker.topics_catalog.get(TXN_STATE.name) is not None,
         )
         self.locator = CoordinatorLocator(broker, create_topic, TXN_STATE, self.coordinator)
-        self.offsets_partition = offsets_partition
+        self.offsets_partition = broker.group_coordinator.partition_for
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.coordinator.run(task_status=task_status)
@@ -121,3 +124,30 @@ class TransactionService:
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool
     ) -> int:
         return await self.coordinator.end_txn(transactional_id, producer_id, epoch, commit)
+
+    def describe(self, transactional_id: str) -> tuple[int, TxnDescription | None]:
+        error, meta = self.coordinator.describe(transactional_id)
+        return error, None if meta is None else description_of(meta)
+
+    def listing(
+        self, states: Sequence[str], producer_ids: Sequence[int], min_duration_ms: int
+    ) -> tuple[int, list[str], list[TxnDescription]]:
+        by_label = {s.label: s for s in TxnState}
+        unknown = [s for s in states if s not in by_label]
+        wanted = [by_label[s] for s in states if s in by_label]
+        if states and not wanted:  # only unknown states asked for: none can match
+            return 0, unknown, []
+        error, found = self.coordinator.listing(wanted, producer_ids, min_duration_ms)
+        return error, unknown, [description_of(m) for m in found]
+
+
+def description_of(meta: TxnMetadata) -> TxnDescription:
+    return TxnDescription(
+        meta.transactional_id,
+        meta.state.label,
+        meta.producer_id,
+        meta.producer_epoch,
+        meta.timeout_ms,
+        meta.start_ms,
+        sorted(meta.partitions),
+    )
