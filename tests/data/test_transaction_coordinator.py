@@ -160,6 +160,9 @@ def test_offsets_sent_in_a_transaction_count_once_it_commits(node: BrokerThread)
         p.begin_transaction()
         for m in got:
             p.produce("out", value=b"x" + m.value())
+        # twice in one transaction (the second wins), as a loop that commits per batch does
+        half = [TopicPartition("in", 0, got[len(got) // 2].offset() + 1)]
+        p.send_offsets_to_transaction(half, c.consumer_group_metadata(), 15)
         positions = [TopicPartition("in", 0, got[-1].offset() + 1)]
         p.send_offsets_to_transaction(positions, c.consumer_group_metadata(), 15)
         if commit:
@@ -337,3 +340,29 @@ def test_aiokafka_commits_and_aborts(node: BrokerThread) -> None:
 
     seen = asyncio.run(main())
     assert seen == {"read_committed": [b"kept"], "read_uncommitted": [b"kept", b"dropped"]}
+
+
+def test_offsets_sent_twice_in_one_transaction_keep_the_second(node: BrokerThread) -> None:
+    # Both TxnOffsetCommits are written (the second is no "duplicate" of the first: a
+    # coordinator's batch has no sequence) and the later offsets count after the commit.
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    make_topic(node, "twice", 2)
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    group = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "twice"})
+    p = txn_producer(node, "app-twice")
+    wanted = [TopicPartition("twice", 0), TopicPartition("twice", 1)]
+    for first, second in ((3, 4), (5, 6)):
+        p.begin_transaction()
+        for offset, partitions in ((first, (0,)), (second, (0, 1))):
+            positions = [TopicPartition("twice", i, offset) for i in partitions]
+            p.send_offsets_to_transaction(positions, group.consumer_group_metadata(), 15)
+        p.commit_transaction(15)
+
+        def committed() -> list[int]:
+            request = ConsumerGroupTopicPartitions("twice", wanted)
+            listed = admin.list_consumer_group_offsets([request])["twice"].result(10)
+            return [tp.offset for tp in listed.topic_partitions]
+
+        until(f"offsets {second} committed", lambda s=second: committed() == [s, s])
+    group.close()

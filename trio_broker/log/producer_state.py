@@ -167,6 +167,10 @@ class ProducerStateManager:
                 ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"producer {header.producer_id} epoch {epoch} is older than {entry.epoch}",
             )
+        if first_seq == NO_SEQUENCE:
+            # A coordinator's batch (TxnOffsetCommit's offsets): no sequence to follow,
+            # as Kafka skips the check for its coordinators' appends; the epoch counts.
+            return None
         if epoch > entry.epoch:
             if first_seq != 0:
                 raise ProducerStateError(
@@ -236,6 +240,9 @@ class ProducerStateManager:
         if header.is_transactional and entry.txn_first_offset is None:
             entry.txn_first_offset = header.base_offset
             self.ongoing[header.producer_id] = header.base_offset
+        if header.base_sequence == NO_SEQUENCE:  # a coordinator's: no sequence kept
+            entry.last_append_ms = now_ms
+            return None
         entry.batches.append(
             BatchMeta(
                 header.base_sequence,

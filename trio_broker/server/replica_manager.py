@@ -345,7 +345,7 @@ class ReplicaManager:
             return WriteResult(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         epoch = self.cluster.leader_epoch(topic, partition)
         outcome = await self.io.run(lambda: log_io.append(plog, memoryview(batch), epoch))
-        if isinstance(outcome, (RecordsError, LogError)):
+        if isinstance(outcome, (RecordsError, LogError, ProducerStateError)):
             return WriteResult(error_code=outcome.error_code, error_message=str(outcome))
         if isinstance(outcome, Exception):
             raise outcome

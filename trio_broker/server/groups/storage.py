@@ -347,6 +347,10 @@ class OrderedWriter:
                 name = getattr(self.topic, "name", OFFSETS_TOPIC)
                 log.error("%s-%d: append failed: %s", name, partition, exc)
                 code = ErrorCode.KAFKA_STORAGE_ERROR
+            except Exception:  # a bug: these writes fail, the broker goes on
+                name = getattr(self.topic, "name", OFFSETS_TOPIC)
+                log.exception("%s-%d: append failed", name, partition)
+                code = ErrorCode.UNKNOWN_SERVER_ERROR
             except BaseException:
                 for entry in entries:  # cancelled mid-append: they are not known to be written
                     self._finish(entry, ErrorCode.COORDINATOR_NOT_AVAILABLE)
