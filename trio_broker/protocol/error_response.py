@@ -39,10 +39,11 @@ _IDENTIFIERS: tuple[frozenset[str], ...] = (
     frozenset({"entity_name"}),
     frozenset({"user", "name"}),
     frozenset({"member_id"}),
+    frozenset({"transactional_id"}),
 )
 # AddPartitionsToTxn's results name theirs partition_error_code.
 _ERROR_CODES = frozenset({"error_code", "partition_error_code"})
-_STRING_KEYS = ("name", "topic", "group_id", "resource_name", "user", "key")
+_STRING_KEYS = ("name", "topic", "group_id", "resource_name", "user", "key", "transactional_id")
 _INT_KEYS = ("partition_index", "partition", "partition_id")
 
 
