@@ -5,7 +5,7 @@ Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready`
 ``/v1/log-cleaner`` (the metrics' ``log_cleaner`` section: compaction per partition),
 ``/v1/cluster`` (controller, brokers, partitions' leaders and ISR),
 ``/v1/users`` (in ``admin.users``), ``/v1/faults`` (in ``admin.faults``),
-``/metrics``, ``/v1/config``, ``/v1/openapi.json``, ``/v1/dashboard``, and the page
+``/metrics``, ``/v1/config``, ``/v1/transactions``, ``/v1/openapi.json``, ``/v1/dashboard``, and the page
 ``/dashboard`` with its static files; ``/v1/acls`` is registered from ``admin.acls``), the
 bearer-token check, and the translation between JSON and the view's records. Handlers run
 on the broker's event loop: they only call the view (whose synchronous methods return at
@@ -203,6 +203,10 @@ def create_app(view: AdminView) -> QuartTrio:
     @app.get("/v1/cluster")
     async def cluster() -> Response:
         return json_response(view.cluster())
+
+    @app.get("/v1/transactions")
+    async def transactions() -> Response:
+        return json_response(view.transactions())
 
     @app.get("/metrics")
     async def prometheus() -> Response:

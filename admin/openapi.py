@@ -468,6 +468,16 @@ def openapi_document(
                 operationId="getCluster",
             )
         },
+        "/v1/transactions": {
+            "get": op(
+                "The transaction coordinator on this broker: its figures (transactional "
+                "ids, ongoing, commits, aborts by reason, markers written), every "
+                "transactional id it holds (state, producer id and epoch, timeout, start, "
+                "partitions) and the LSO lag of the partitions this broker leads.",
+                {"200": _json({"type": "object"}, "the transactions as this broker has them")},
+                operationId="getTransactions",
+            )
+        },
         "/metrics": {
             "get": op(
                 "The metrics in Prometheus' text format.",

@@ -261,6 +261,11 @@ class AdminView(AclView, Protocol):
         leader and ISR, the ZooKeeper session."""
         ...
 
+    def transactions(self) -> Mapping[str, Any]:
+        """The transaction coordinator's figures and transactional ids, and the LSO lag of
+        the partitions this broker leads."""
+        ...
+
     def prometheus_text(self) -> bytes: ...
 
     async def dashboard_data(self) -> DashboardData:

@@ -366,3 +366,39 @@ def test_offsets_sent_twice_in_one_transaction_keep_the_second(node: BrokerThrea
 
         until(f"offsets {second} committed", lambda s=second: committed() == [s, s])
     group.close()
+
+
+def test_the_admin_api_and_metrics_show_transactions(tmp_path: Path) -> None:
+    import httpx
+
+    settings = {**FAST_TIMEOUTS, "admin.listeners": "http://127.0.0.1:0"}
+    b = BrokerThread(tmp_path / "data", settings).start()
+    try:
+        make_topic(b, "seen")
+        p = txn_producer(b, "app-seen")
+        for commit in (True, False):
+            p.begin_transaction()
+            p.produce("seen", value=b"x")
+            assert p.flush(10) == 0
+            (p.commit_transaction if commit else p.abort_transaction)(15)
+        p.begin_transaction()
+        p.produce("seen", value=b"open")
+        assert p.flush(10) == 0
+        with httpx.Client(base_url=b.admin_url, timeout=10) as http:
+            body = http.get("/v1/transactions").json()
+            (txn,) = body["transactions"]
+            assert (txn["transactional_id"], txn["state"]) == ("app-seen", "Ongoing")
+            assert txn["partitions"] == ["seen-0"]
+            coordinator = body["coordinator"]
+            assert coordinator["commits"] == 1 and coordinator["aborts"]["client"] == 1
+            assert coordinator["ongoing"] == 1
+            # the open transaction holds read_committed consumers one record back
+            assert body["lso_lag"] == {"seen-0": 1}
+            snapshot = http.get("/v1/metrics").json()
+            assert snapshot["transactions"]["lso_lag"] == {"seen-0": 1}
+            text = http.get("/metrics").text
+            assert 'kafka_log_last_stable_offset_lag{partition="0",topic="seen"} 1.0' in text
+            assert 'kafka_transaction_coordinator_aborts_total{reason="client"} 1.0' in text
+        p.commit_transaction(15)
+    finally:
+        b.stop()

@@ -256,6 +256,9 @@ class BrokerAdminView(AclAdmin):
         clients = next(lc.name for lc in config.listeners if lc.name != control)
         return cluster_view(self.broker, clients)
 
+    def transactions(self) -> Mapping[str, Any]:
+        return self.broker.transactions.overview()
+
     def prometheus_text(self) -> bytes:
         return self.broker.prometheus_text()
 

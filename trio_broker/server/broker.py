@@ -294,6 +294,7 @@ class Broker:
         self.transactions = txns = TransactionService(self, self.write_txn_markers, zk_create)
         self.control.roles[OFFSETS_TOPIC] = self.group_coordinator.role_changed
         self.control.roles[TXN_STATE_TOPIC] = txns.coordinator.role_changed
+        self.metrics.set_transactions(txns.figures)
         self.client_quotas = access.client_quotas
         self.alter_client_quota = access.alter_client_quota
         self.authorize, self.authorize_any = access.authorize, access.authorize_any

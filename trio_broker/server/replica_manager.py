@@ -323,6 +323,16 @@ class ReplicaManager:
             f" (broker {leader} does)" if leader >= 0 else ""
         )
 
+    def lso_lags(self) -> dict[str, int]:
+        """``topic-partition`` -> high watermark minus last stable offset, for the
+        partitions this broker leads where an open transaction holds the LSO back."""
+        out: dict[str, int] = {}
+        for (topic, partition), plog in self._all_logs():
+            lag = plog.high_watermark - plog.last_stable_offset
+            if lag > 0 and self.cluster.leads(topic, partition):
+                out[f"{topic}-{partition}"] = lag
+        return out
+
     async def describe_producers(
         self, topic: str, partition: int
     ) -> tuple[int, list[ActiveProducer]]:

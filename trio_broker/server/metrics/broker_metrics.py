@@ -88,6 +88,7 @@ class BrokerMetrics:
         self._authorization_probe: AuthorizationProbe | None = None
         self._log_cleaner_probe: Callable[[], dict[str, Any]] | None = None
         self._cluster_probe: Callable[[], dict[str, Any]] | None = None
+        self._transactions_probe: Callable[[], dict[str, Any]] | None = None
         self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
         self.handler_samplers = {
             name: HandlerSampler(self.window, pool) for name, (_, pool) in handler_pools.items()
@@ -179,6 +180,16 @@ class BrokerMetrics:
 
     def cluster(self) -> dict[str, Any] | None:
         return self._cluster_probe() if self._cluster_probe is not None else None
+
+    def set_transactions(self, probe: Callable[[], dict[str, Any]] | None) -> None:
+        """Where the ``transactions`` section (the transaction coordinator's figures, the
+        LSO lag of led partitions) comes from."""
+        self._transactions_probe = probe
+
+    def transactions(self) -> dict[str, Any]:
+        if self._transactions_probe is not None:
+            return self._transactions_probe()
+        return {"coordinator": None, "lso_lag": {}}
 
     def set_log_cleaner(self, probe: Callable[[], dict[str, Any]] | None) -> None:
         """Where the ``log_cleaner`` section (the cleaner's figures) comes from."""

@@ -330,6 +330,47 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
     yield from _log_cleaner(s["log_cleaner"])
     if s.get("cluster") is not None:
         yield from _cluster(s["cluster"])
+    if s.get("transactions") is not None:
+        yield from _transactions(s["transactions"])
+
+
+def _transactions(t: dict[str, Any]) -> Iterator[Metric]:
+    lag = GaugeMetricFamily(
+        "kafka_log_last_stable_offset_lag",
+        "High watermark minus last stable offset of a led partition an open transaction holds back",
+        labels=["topic", "partition"],
+    )
+    for name, value in sorted(t["lso_lag"].items()):
+        topic, _, partition = name.rpartition("-")
+        lag.add_metric([topic, partition], value)
+    yield lag
+    c = t.get("coordinator")
+    if c is None:
+        return
+    yield GaugeMetricFamily(
+        "kafka_transaction_coordinator_transactional_ids",
+        "Transactional ids this broker's transaction coordinator holds",
+        value=c["transactional_ids"],
+    )
+    yield GaugeMetricFamily(
+        "kafka_transaction_coordinator_ongoing", "Ongoing transactions", value=c["ongoing"]
+    )
+    yield CounterMetricFamily(
+        "kafka_transaction_coordinator_commits", "Transactions committed", value=c["commits"]
+    )
+    aborts = CounterMetricFamily(
+        "kafka_transaction_coordinator_aborts",
+        "Transactions aborted, by reason (client, timeout, fenced)",
+        labels=["reason"],
+    )
+    for reason, count in sorted(c["aborts"].items()):
+        aborts.add_metric([reason], count)
+    yield aborts
+    yield CounterMetricFamily(
+        "kafka_transaction_coordinator_markers_written",
+        "Transaction markers written to partitions",
+        value=c["markers_written"],
+    )
 
 
 def _cluster(c: dict[str, Any]) -> Iterator[Metric]:

@@ -84,6 +84,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         "fetch_sessions": _fetch_sessions(metrics),
         "log_cleaner": metrics.log_cleaner(),
         "cluster": metrics.cluster(),
+        "transactions": metrics.transactions(),
     }
 
 

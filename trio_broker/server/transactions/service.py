@@ -73,6 +73,7 @@ class TransactionService:
         )
         self.locator = CoordinatorLocator(broker, create_topic, TXN_STATE, self.coordinator)
         self.offsets_partition = broker.group_coordinator.partition_for
+        self._logs = broker.replica_manager
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.coordinator.run(task_status=task_status)
@@ -139,6 +140,36 @@ class TransactionService:
             return 0, unknown, []
         error, found = self.coordinator.listing(wanted, producer_ids, min_duration_ms)
         return error, unknown, [description_of(m) for m in found]
+
+    # ------------------------------------------------------------ figures
+
+    def figures(self) -> dict[str, Any]:
+        """The metrics snapshot's ``transactions``: the coordinator's figures, markers
+        written (and sent to other brokers), and the partitions this broker leads whose
+        last stable offset is below the high watermark (open transactions hold
+        read_committed consumers back by that many offsets)."""
+        coordinator = self.coordinator.figures()
+        coordinator["markers_written"] = self.markers.written
+        coordinator["marker_requests_failed"] = self.channel.failures
+        return {"coordinator": coordinator, "lso_lag": self._logs.lso_lags()}
+
+    def overview(self) -> dict[str, Any]:
+        """``GET /v1/transactions``: the figures and every transactional id held here."""
+        return {
+            **self.figures(),
+            "transactions": [
+                {
+                    "transactional_id": d.transactional_id,
+                    "state": d.state,
+                    "producer_id": d.producer_id,
+                    "producer_epoch": d.producer_epoch,
+                    "timeout_ms": d.timeout_ms,
+                    "start_ms": d.start_ms,
+                    "partitions": [f"{t}-{p}" for t, p in d.partitions],
+                }
+                for d in map(description_of, self.coordinator.txns.values())
+            ],
+        }
 
 
 def description_of(meta: TxnMetadata) -> TxnDescription:
