@@ -366,6 +366,13 @@ class BrokerProcess:
         self.admin_url = data.get("admin", "")
         return self
 
+    def restart(self, timeout: float = 60) -> BrokerProcess:
+        """SIGTERM, then start again on the same data (the listeners get new ports)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
+        return self.start(timeout)
+
     def stop(self, timeout: float = 30) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -110,3 +110,17 @@ def test_reassignment(tmp_path: Path) -> None:
     result = doc["results"]
     assert result["reader"]["acknowledged"] > 1900
     assert result["reader"]["missing"] == 0 == result["moved"]["missing"]
+
+
+def test_txn_drill(tmp_path: Path) -> None:
+    # A consume-transform-produce app killed with kill -9 mid-work, the broker restarted.
+    doc = _run(
+        "txn_drill.py",
+        *("--records", "2000", "--kills", "3", "--restart-every", "2"),
+        tmp_path=tmp_path,
+    )
+    result = doc["results"]
+    assert result["kills"] == 3 and result["broker_restarts"] == 1
+    committed = result["read_committed"]
+    assert committed["read"] == 2000
+    assert committed["missing"] == 0 == committed["duplicates"] == committed["unexpected"]

@@ -10,14 +10,18 @@ rules and error codes:
 
 - ``init_producer_id``: a new id gets a producer id at epoch 0; a known one gets its epoch
   bumped (a new producer id once the epoch is exhausted), which fences the producer that
-  had it. An ongoing transaction is aborted first (its epoch bumped): the asker gets
-  CONCURRENT_TRANSACTIONS and retries, as Kafka's clients do.
+  had it. An ongoing transaction is aborted first (its epoch bumped) and the answer waits
+  for that abort to complete (``COMPLETE_WAIT_S``; past it, CONCURRENT_TRANSACTIONS, which
+  clients retry).
 - ``add_partitions`` (AddPartitionsToTxn, and AddOffsetsToTxn with the group's
   ``__consumer_offsets`` partition) makes the transaction ONGOING and lists the partitions.
-- ``end_txn``: PREPARE_COMMIT or PREPARE_ABORT is written and the client answered (the
-  outcome is decided); then every partition gets its marker (``Markers``), retried until
-  written, and COMPLETE_COMMIT or COMPLETE_ABORT is written. A PREPARE_* read back at
-  start (a crash between the two) is completed the same way.
+- ``end_txn``: PREPARE_COMMIT or PREPARE_ABORT is written (the outcome is decided); then
+  every partition gets its marker (``Markers``), retried until written, and
+  COMPLETE_COMMIT or COMPLETE_ABORT is written. The client is answered once that is done,
+  or after ``COMPLETE_WAIT_S`` (Kafka answers at the PREPARE: its clients' next
+  transaction is then refused CONCURRENT_TRANSACTIONS until the markers are written, and
+  retried after a backoff). A PREPARE_* read back at start (a crash between the two) is
+  completed the same way.
 - every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, transactions
   older than their timeout are aborted with their epoch bumped (the producer is fenced);
   every ``transaction.remove.expired.transaction.cleanup.interval.ms``, ids idle longer
@@ -57,6 +61,12 @@ from .state import (
 log = logging.getLogger("trio_broker.transactions")
 
 MARKER_RETRY_S = 0.1
+# EndTxn (and InitProducerId that had to abort) is answered once the transaction is
+# complete, if that takes at most this long: the producer's next transaction is then not
+# refused CONCURRENT_TRANSACTIONS (and retried after a backoff) while the markers are
+# written. Past it (a partition's leader unreachable) the answer goes anyway: the outcome
+# is decided and written.
+COMPLETE_WAIT_S = 5.0
 
 
 def wall_clock_ms() -> int:
@@ -112,6 +122,7 @@ class TransactionCoordinator:
         self._open_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._scope = trio.CancelScope()
+        self._completing: dict[str, trio.Event] = {}  # ids whose markers are under way
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, max(1, self.topic.partitions))
@@ -264,15 +275,17 @@ class TransactionCoordinator:
             new = TxnMetadata(transactional_id, pid, 0, timeout_ms, update_ms=now)
             error = await self._write(new)
             return (error, -1, -1) if error else (0, pid, 0)
-        if meta.pending or meta.state.preparing or meta.state is TxnState.DEAD:
-            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         if expected is not None and expected != (-1, -1) and not _known(meta, expected):
             return ErrorCode.PRODUCER_FENCED, -1, -1
-        if meta.state in (TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE):
-            # The old producer's transaction is aborted with the epoch bumped (fencing
-            # it); the new one asks again once that is done.
-            if not await self._abort_fencing(meta):
-                self.aborts["fenced"] += 1
+        open_txn = meta.state in (TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE)
+        # The old producer's transaction is aborted with the epoch bumped (fencing it);
+        # the new one gets its epoch once that is done.
+        if open_txn and not meta.pending and not await self._abort_fencing(meta):
+            self.aborts["fenced"] += 1
+        if meta.state.preparing or self.txns.get(transactional_id, meta).state.preparing:
+            await self._until_complete(transactional_id)
+        meta = self.txns.get(transactional_id, meta)
+        if meta.pending or not meta.state.complete:  # still completing: the client retries
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         if expected is not None and expected == (meta.producer_id, meta.producer_epoch - 1):
             # a retry of the last bump (its answer lost): the same id and epoch again
@@ -382,11 +395,21 @@ class TransactionCoordinator:
         if state is not TxnState.ONGOING:
             return ErrorCode.INVALID_TXN_STATE
         error = await self._prepare(meta, commit)
-        if not error and commit:
+        if error:
+            return error
+        if commit:
             self.commits += 1
-        elif not error:
+        else:
             self.aborts["client"] += 1
-        return error
+        await self._until_complete(transactional_id)
+        return ErrorCode.NONE
+
+    async def _until_complete(self, transactional_id: str) -> None:
+        """Wait (at most ``COMPLETE_WAIT_S``) for the id's markers and COMPLETE_* write."""
+        completing = self._completing.get(transactional_id)
+        if completing is not None:
+            with trio.move_on_after(COMPLETE_WAIT_S):
+                await completing.wait()
 
     async def _prepare(self, meta: TxnMetadata, commit: bool, **changes: Any) -> int:
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
@@ -412,7 +435,16 @@ class TransactionCoordinator:
 
     def _spawn_completion(self, meta: TxnMetadata) -> None:
         if self._nursery is not None:
-            self._nursery.start_soon(self._complete, meta)
+            done = self._completing[meta.transactional_id] = trio.Event()
+            self._nursery.start_soon(self._complete_then_tell, meta, done)
+
+    async def _complete_then_tell(self, prepared: TxnMetadata, done: trio.Event) -> None:
+        try:
+            await self._complete(prepared)
+        finally:
+            done.set()
+            if self._completing.get(prepared.transactional_id) is done:
+                del self._completing[prepared.transactional_id]
 
     async def _complete(self, prepared: TxnMetadata) -> None:
         """Write every partition's marker (retrying what fails), then COMPLETE_*."""
