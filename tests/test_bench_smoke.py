@@ -124,3 +124,10 @@ def test_txn_drill(tmp_path: Path) -> None:
     committed = result["read_committed"]
     assert committed["read"] == 2000
     assert committed["missing"] == 0 == committed["duplicates"] == committed["unexpected"]
+
+
+def test_transactions(tmp_path: Path) -> None:
+    doc = _run("transactions.py", *("--records", "500", "--pairs", "1"), tmp_path=tmp_path)
+    summary = doc["results"]["summary"]
+    assert summary["transactional"]["records_per_s"] > 0
+    assert summary["ratio_transactional_to_idempotent"] > 0
