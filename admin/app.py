@@ -3,13 +3,13 @@
 Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready``,
 ``/v1/broker``, ``/v1/pools``, ``/v1/connections``, ``/v1/quotas``, ``/v1/metrics``,
 ``/v1/log-cleaner`` (the metrics' ``log_cleaner`` section: compaction per partition),
-``/v1/cluster`` (controller, brokers, partitions' leaders and ISR),
-``/v1/users`` (in ``admin.users``), ``/v1/faults`` (in ``admin.faults``),
-``/metrics``, ``/v1/config``, ``/v1/transactions``, ``/v1/openapi.json``, ``/v1/dashboard``, and the page
-``/dashboard`` with its static files; ``/v1/acls`` is registered from ``admin.acls``), the
-bearer-token check, and the translation between JSON and the view's records. Handlers run
-on the broker's event loop: they only call the view (whose synchronous methods return at
-once) and never block.
+``/v1/cluster`` (controller, brokers, partitions' leaders and ISR), ``/v1/transactions``
+(the transaction coordinator's ids and figures), ``/v1/users`` (in ``admin.users``),
+``/v1/faults`` (in ``admin.faults``), ``/metrics``, ``/v1/config``, ``/v1/openapi.json``,
+``/v1/dashboard``, and the page ``/dashboard`` with its static files; ``/v1/acls`` is
+registered from ``admin.acls``), the bearer-token check, and the translation between JSON
+and the view's records. Handlers run on the broker's event loop: they only call the view
+(whose synchronous methods return at once) and never block.
 Must not: import anything of the broker but ``admin.view``.
 """
 
