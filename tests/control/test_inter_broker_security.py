@@ -199,7 +199,11 @@ def test_a_cluster_with_only_tls_and_sasl_listeners_replicates(
             consumer.close()
         assert got == sent
         logs = "".join(line for b in brokers.values() for line in b.log)
-        assert "refused the SASL" not in logs and "TLS handshake" not in logs
+        # No broker failed to log in to another or to verify it ("TLS handshake with
+        # broker ..." is the connecting side's). A server-side "TLS handshake with <addr>
+        # ... failed: UNEXPECTED_EOF" may appear: the controller drops a request's
+        # connection mid-handshake when a newer round replaces it (seen on a busy machine).
+        assert "refused the SASL" not in logs and "TLS handshake with broker" not in logs
     finally:
         stop(brokers)
 

@@ -43,6 +43,16 @@ def produce(c: WireClient, records: bytes, txn_id: str | None = "tx-1") -> int:
     return p.base_offset  # type: ignore[no-any-return]
 
 
+def first_append(c: WireClient, records: bytes) -> bool:
+    """Whether the partition's first records were taken (at offset 0); False while the
+    broker does not hold the partition yet."""
+    (p,) = c.request(produce_req("tx", records, acks=-1), 9).responses[0].partition_responses
+    if p.error_code == 3:  # UNKNOWN_TOPIC_OR_PARTITION: not here yet
+        return False
+    assert (p.error_code, p.base_offset) == (0, 0), p
+    return True
+
+
 def markers(c: WireClient, *wanted: tuple[int, bool]) -> list[int]:
     req = WriteTxnMarkersRequest(
         markers=[
@@ -76,7 +86,8 @@ def test_a_follower_serves_read_committed_the_same_after_a_leader_move(
         old = partition_state(client, "tx", 0)["leader"]
         new = 1 - old
         with WireClient(brokers[old].bootstrap) as c:
-            assert produce(c, plain(b"a"), None) == 0
+            # ZooKeeper names the leader before the controller's LeaderAndIsr reaches it.
+            until("the leader holds the partition", lambda: first_append(c, plain(b"a")))
             assert produce(c, txn_batch(A, 0, b"A1", b"A2")) == 1
             assert produce(c, txn_batch(B, 0, b"B1")) == 3
             assert markers(c, (A, False), (B, True)) == [0, 0]  # once the ISR has them
