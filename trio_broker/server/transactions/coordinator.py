@@ -308,6 +308,19 @@ class TransactionCoordinator:
         error = await self._write(new)
         return (error, -1, -1) if error else (0, pid, epoch)
 
+    async def _producer_call(
+        self, transactional_id: str, producer_id: int, epoch: int
+    ) -> tuple[int, TxnMetadata | None]:
+        """(error, metadata) for a producer's call on its transaction: the metadata only
+        when this coordinator holds the id and the producer id and epoch are current."""
+        await self.ensure_open()
+        error = self._check(transactional_id)
+        if error:
+            return error, None
+        meta = self.txns.get(transactional_id)
+        error = self._producer_error(meta, producer_id, epoch)
+        return (error, None) if error else (ErrorCode.NONE, meta)
+
     def _producer_error(self, meta: TxnMetadata | None, producer_id: int, epoch: int) -> int:
         if meta is None or meta.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
@@ -325,15 +338,9 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> int:
         """AddPartitionsToTxn (and AddOffsetsToTxn): the partitions join the transaction."""
-        await self.ensure_open()
-        error = self._check(transactional_id)
-        if error:
+        error, meta = await self._producer_call(transactional_id, producer_id, epoch)
+        if meta is None:
             return error
-        meta = self.txns.get(transactional_id)
-        error = self._producer_error(meta, producer_id, epoch)
-        if error:
-            return error
-        assert meta is not None
         if meta.state.preparing:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if meta.state in (TxnState.DEAD, TxnState.PREPARE_EPOCH_FENCE):
@@ -372,16 +379,11 @@ class TransactionCoordinator:
     async def end_txn(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool
     ) -> int:
-        """EndTxn: decide the outcome (written), then complete it in the background."""
-        await self.ensure_open()
-        error = self._check(transactional_id)
-        if error:
+        """EndTxn: decide the outcome (written), then complete it; answered once complete
+        (at most ``COMPLETE_WAIT_S``)."""
+        error, meta = await self._producer_call(transactional_id, producer_id, epoch)
+        if meta is None:
             return error
-        meta = self.txns.get(transactional_id)
-        error = self._producer_error(meta, producer_id, epoch)
-        if error:
-            return error
-        assert meta is not None
         state = meta.state
         done, again = (
             (TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT)
