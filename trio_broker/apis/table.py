@@ -39,6 +39,7 @@ from . import (
     topics,
     transactions,
     txn_markers,
+    unserved,
 )
 from .context import RequestContext
 
@@ -129,6 +130,11 @@ API_TABLE = ApiTable(
         ApiEntry(messages.group_offsets.OFFSET_COMMIT, group_offsets.offset_commit),
         ApiEntry(messages.group_offsets.OFFSET_FETCH, group_offsets.offset_fetch),
         ApiEntry(messages.group_offsets.OFFSET_DELETE, group_offsets.offset_delete),
+        # listed only to be refused at once (see apis.unserved for why)
+        ApiEntry(
+            messages.group_heartbeats.CONSUMER_GROUP_HEARTBEAT, unserved.consumer_group_heartbeat
+        ),
+        ApiEntry(messages.group_heartbeats.SHARE_GROUP_HEARTBEAT, unserved.share_group_heartbeat),
         ApiEntry(messages.quotas.DESCRIBE_CLIENT_QUOTAS, client_quotas.describe),
         ApiEntry(messages.quotas.ALTER_CLIENT_QUOTAS, client_quotas.alter),
         ApiEntry(messages.acls.DESCRIBE_ACLS, acls.describe),

@@ -68,20 +68,47 @@ class ApiKey(enum.IntEnum):
     AlterClientQuotas = 49
     DescribeUserScramCredentials = 50
     AlterUserScramCredentials = 51
+    Vote = 52
+    BeginQuorumEpoch = 53
+    EndQuorumEpoch = 54
     DescribeQuorum = 55
     AlterPartition = 56
     UpdateFeatures = 57
     Envelope = 58
+    FetchSnapshot = 59
     DescribeCluster = 60
     DescribeProducers = 61
+    BrokerRegistration = 62
+    BrokerHeartbeat = 63
+    UnregisterBroker = 64
     DescribeTransactions = 65
     ListTransactions = 66
     AllocateProducerIds = 67
     ConsumerGroupHeartbeat = 68
     ConsumerGroupDescribe = 69
+    ControllerRegistration = 70
     GetTelemetrySubscriptions = 71
     PushTelemetry = 72
+    AssignReplicasToDirs = 73
+    ListConfigResources = 74  # ListClientMetricsResources before Kafka 4.1
     DescribeTopicPartitions = 75
+    ShareGroupHeartbeat = 76
+    ShareGroupDescribe = 77
+    ShareFetch = 78
+    ShareAcknowledge = 79
+    AddRaftVoter = 80
+    RemoveRaftVoter = 81
+    UpdateRaftVoter = 82
+    InitializeShareGroupState = 83
+    ReadShareGroupState = 84
+    WriteShareGroupState = 85
+    DeleteShareGroupState = 86
+    ReadShareGroupStateSummary = 87
+    StreamsGroupHeartbeat = 88
+    StreamsGroupDescribe = 89
+    DescribeShareGroupOffsets = 90
+    AlterShareGroupOffsets = 91
+    DeleteShareGroupOffsets = 92
 
     @classmethod
     def name_of(cls, key: int) -> str:

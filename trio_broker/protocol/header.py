@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import codegen
-from .api import ApiSpec, spec_for
+from .api import ApiKey, ApiSpec, spec_for
 from .errors import CorruptRequest, UnknownApiKey, UnsupportedApiVersion
 from .primitives import Parts, parts_length, read_uvarint, uvarint
 from .schema import Request, Response
 
 _HEADER_FIXED = struct.Struct(">hhi")
+_KAFKA_API_KEYS = frozenset(ApiKey)
 _SIZE = struct.Struct(">i")
 _CLIENT_ID_SIZE = struct.Struct(">h")
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
@@ -50,6 +51,11 @@ def decode_request_header(data: bytes | bytearray) -> tuple[RequestHeader, ApiSp
     api_key, api_version, correlation_id = peek_header(data)
     spec = spec_for(api_key)
     if spec is None:
+        if api_key in _KAFKA_API_KEYS:
+            raise UnknownApiKey(
+                f"api key {api_key} ({ApiKey(api_key).name}) v{api_version} is not served by "
+                "this broker (not in ApiVersions)"
+            )
         raise UnknownApiKey(f"unknown api key {api_key}")
     pos = 8
     client_id: str | None = None
