@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import (
     AclBinding,
@@ -336,3 +336,35 @@ def test_kcat_reports_the_denials(secured: BrokerThread) -> None:
     )
     assert consumed.returncode != 0 and "Topic authorization failed" in consumed.stderr
     assert consumed.stdout.strip() == ""
+
+
+def init_error(b: BrokerThread, transactional_id: str) -> KafkaError:
+    """The error a transactional producer's init_transactions() raises."""
+    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": transactional_id})
+    with pytest.raises(KafkaException) as raised:
+        p.init_transactions(15)
+    error: KafkaError = raised.value.args[0]
+    return error
+
+
+def test_a_transactional_id_needs_write_on_it(secured: BrokerThread) -> None:
+    b = secured
+    grant(b, rule("TOPIC", "tx-out", "ALL"))
+    create_topics(b, "tx-out")
+    # No right on the id (FindCoordinator), then DESCRIBE only (InitProducerId wants WRITE).
+    assert init_error(b, "app").code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    grant(b, rule("TRANSACTIONAL_ID", "app", "DESCRIBE"))
+    assert init_error(b, "app").code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert log_end(b, "tx-out") == 0
+    grant(b, rule("TRANSACTIONAL_ID", "app", "WRITE"))
+    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "app"})
+    p.init_transactions(15)
+    p.begin_transaction()
+    p.produce("tx-out", b"committed")
+    p.commit_transaction(15)
+    assert b.broker is not None
+    broker = b.broker
+    end = b.call(lambda: broker.replica_manager.partition("tx-out", 0).log_end_offset)
+    assert end == 2  # the record and the commit marker
+    # WRITE on one id is no right on another
+    assert init_error(b, "other").code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
