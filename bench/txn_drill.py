@@ -20,6 +20,12 @@ What it does, on one broker process (``python -m trio_broker`` from this checkou
    offsets cover the whole input;
 4. reads ``out`` from the start with read_committed and with read_uncommitted.
 
+With ``--cluster``, the same on three brokers and a ZooKeeper (``bench/replication.py``'s
+cluster): every topic, ``__consumer_offsets`` and ``__transaction_state`` with three
+replicas (``min.insync.replicas=2``), and at every ``--restart-every``-th kill a broker is
+killed with ``kill -9`` while the app works (alternately the transaction coordinator's
+broker and another one), then started again on its data once the app is killed too.
+
 Checked: read_committed sees each input record's output exactly once (counts: expected,
 read, missing, duplicates); read_uncommitted shows what the kills left behind (records of
 aborted transactions: more than the input when a kill hit a transaction with records
@@ -29,6 +35,7 @@ Run from the repository (``scripts/test`` sets up ``.venv``)::
 
     .venv/bin/python bench/txn_drill.py                 # 20 kills: about two minutes
     .venv/bin/python bench/txn_drill.py --kills 3 --records 2000
+    .venv/bin/python bench/txn_drill.py --cluster    # three brokers, kill -9 of brokers too
 
 Every load stops by itself: the record count, the kills and every wait are bounded.
 """
@@ -134,12 +141,13 @@ def _rewind(consumer: Any) -> None:
 # ----------------------------------------------------------------- the drill
 
 
-def fill(bootstrap: str, records: int) -> None:
+def fill(bootstrap: str, records: int, replicas: int) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in ("in", "out")]).values():
+    topics = [NewTopic(t, PARTITIONS, replicas) for t in ("in", "out")]
+    for f in admin.create_topics(topics).values():
         f.result(30)
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     for i in range(records):
@@ -196,7 +204,7 @@ def start_app(bootstrap: str, args: argparse.Namespace) -> subprocess.Popen[byte
         [sys.executable, __file__, "--app", bootstrap, *app_args],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if args.app_log is None else open(args.app_log, "ab"),
     )
 
 
@@ -213,34 +221,134 @@ def wait_working(proc: subprocess.Popen[bytes], timeout: float = 60) -> bool:
     raise TimeoutError(f"the app did not begin working within {timeout} s")
 
 
-def drill(broker: BrokerProcess, args: argparse.Namespace) -> dict[str, Any]:
-    rng = random.Random(args.seed)
-    began = time.monotonic()
-    fill(broker.bootstrap, args.records)
-    restarts = 0
-    progress: list[int] = []
-    for k in range(1, args.kills + 1):
-        proc = start_app(broker.bootstrap, args)
-        if wait_working(proc):  # (else: nothing was left to do)
-            time.sleep(rng.uniform(0.0, 1.0))  # a random point in its work: the drill
+class OneBroker:
+    """The drill's broker: one process, restarted (SIGTERM) between app runs."""
+
+    replicas = 1
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.broker = BrokerProcess(["log.flush.interval.messages=1"], base_dir=args.data_dir)
+
+    def start(self) -> None:
+        self.broker.start()
+
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    def disrupt(self, turn: int, rng: random.Random) -> bool:
+        """Called while the app works, at each restart point: nothing on one broker."""
+        return False
+
+    def recover(self, turn: int) -> None:
+        self.broker.restart()
+
+    def stop(self) -> None:
+        self.broker.stop()
+
+
+class ThreeBrokers:
+    """Three brokers and ZooKeeper; at each restart point one broker is killed with
+    ``kill -9`` while the app works (even turns: the transaction coordinator's broker),
+    and started again on its data after the app is killed."""
+
+    replicas = 3
+    SETTINGS = (
+        "log.flush.interval.messages=1",
+        "min.insync.replicas=2",
+        "offsets.topic.replication.factor=3",
+        "transaction.state.log.replication.factor=3",
+        "transaction.state.log.min.isr=2",
+        "group.initial.rebalance.delay.ms=0",
+    )
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        import tempfile
+
+        from replication import Cluster
+
+        base = Path(tempfile.mkdtemp(prefix="trio-broker-txn-drill-", dir=args.data_dir))
+        self.cluster = Cluster(base, args.session_timeout_ms, list(self.SETTINGS))
+        self.victim: int | None = None
+        self.logs: Path | None = args.logs
+
+    def start(self) -> None:
+        self.cluster.start()
+
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap()
+
+    def disrupt(self, turn: int, rng: random.Random) -> bool:
+        state = self.cluster.state("__transaction_state")
+        coordinator = state["leader"] if state is not None else -1
+        others = [i for i in self.cluster.brokers if i != coordinator]
+        victim = coordinator if turn % 2 == 0 and coordinator >= 0 else rng.choice(others)
+        proc = self.cluster.brokers[victim].proc
+        assert proc is not None
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        if args.restart_every and k % args.restart_every == 0:
-            broker.restart()
+        self.victim = victim
+        kind = "the coordinator's" if victim == coordinator else "another"
+        log(f"kill -9 of broker {victim} ({kind}) while the app works")
+        time.sleep(rng.uniform(0.5, 3.0))  # the app goes on against two brokers
+        return True
+
+    def recover(self, turn: int) -> None:
+        from replication import until
+
+        if self.victim is None:  # the app had nothing left to do: no broker was killed
+            return
+        self.cluster.restart(self.victim)
+        self.victim = None
+        partitions = [("in", p) for p in range(PARTITIONS)] + [
+            ("out", p) for p in range(PARTITIONS)
+        ]
+        partitions += [("__consumer_offsets", 0), ("__transaction_state", 0)]
+
+        def all_in_sync() -> bool:
+            states = [self.cluster.state(t, p) for t, p in partitions]
+            return all(s is not None and len(s["isr"]) == 3 for s in states)
+
+        until("every replica back in sync", all_in_sync, 120)
+
+    def stop(self) -> None:
+        if self.logs is not None:
+            self.cluster.write_logs(self.logs)
+        self.cluster.stop()
+        subprocess.run(["rm", "-rf", str(self.cluster.base)], check=False)
+
+
+def drill(target: OneBroker | ThreeBrokers, args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    began = time.monotonic()
+    fill(target.bootstrap(), args.records, target.replicas)
+    restarts = killed = 0
+    progress: list[int] = []
+    for k in range(1, args.kills + 1):
+        restart_point = bool(args.restart_every) and k % args.restart_every == 0
+        proc = start_app(target.bootstrap(), args)
+        if wait_working(proc):  # (else: nothing was left to do)
+            time.sleep(rng.uniform(0.0, 1.0))  # a random point in its work: the drill
+            if restart_point:
+                killed += target.disrupt(restarts, rng)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        if restart_point:
+            target.recover(restarts)
             restarts += 1
-        progress.append(group_progress(broker.bootstrap))
+        progress.append(group_progress(target.bootstrap()))
         log(f"kill {k}/{args.kills}: {progress[-1]} input records done ({restarts} restarts)")
-    last = start_app(broker.bootstrap, args)
+    last = start_app(target.bootstrap(), args)
     code = last.wait(args.finish_timeout)
     assert code == 0, f"the last app ended with {code}"
-    committed = read_out(broker.bootstrap, "read_committed")
-    uncommitted = read_out(broker.bootstrap, "read_uncommitted")
+    committed = read_out(target.bootstrap(), "read_committed")
+    uncommitted = read_out(target.bootstrap(), "read_uncommitted")
     expected = {b"out-%07d" % i for i in range(args.records)}
     counts = Counter(committed)
     return {
         "records": args.records,
         "kills": args.kills,
         "broker_restarts": restarts,
+        "brokers_killed": killed,
         "done_at_each_kill": progress,
         "seconds": time.monotonic() - began,
         "read_committed": {
@@ -265,8 +373,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--wait-quiet", type=float, default=0, help="most s waiting for a quiet machine (0)"
     )
+    p.add_argument(
+        "--cluster", action="store_true", help="three brokers, a broker kill -9 at restarts"
+    )
+    p.add_argument(
+        "--session-timeout-ms", type=int, default=6000, help="with --cluster: ZooKeeper's (6000)"
+    )
     p.add_argument("--data-dir", default=default_data_dir(), help="where the broker's dir goes")
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--app-log", help="append the apps' stderr to this file")
+    p.add_argument("--logs", type=Path, help="with --cluster: write the brokers' logs here")
     p.add_argument("--app", metavar="BOOTSTRAP", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -279,12 +395,12 @@ def main(argv: list[str] | None = None) -> int:
     print(header(TITLE, options), flush=True)
     if args.wait_quiet:  # the drill checks, it does not time: a busy machine only slows it
         wait_quiet(args.wait_quiet)
-    broker = BrokerProcess(["log.flush.interval.messages=1"], base_dir=args.data_dir)
+    target = ThreeBrokers(args) if args.cluster else OneBroker(args)
     try:
-        broker.start()
-        result = drill(broker, args)
+        target.start()
+        result = drill(target, args)
     finally:
-        broker.stop()
+        target.stop()
     rc, ru = result["read_committed"], result["read_uncommitted"]
     print()
     print(
@@ -293,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
                 "records",
                 "kills",
                 "restarts",
+                "brokers killed",
                 "read_committed",
                 "missing",
                 "duplicates",
@@ -304,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                     result["records"],
                     result["kills"],
                     result["broker_restarts"],
+                    result["brokers_killed"],
                     rc["read"],
                     rc["missing"],
                     rc["duplicates"],

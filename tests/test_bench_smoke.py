@@ -126,6 +126,21 @@ def test_txn_drill(tmp_path: Path) -> None:
     assert committed["missing"] == 0 == committed["duplicates"] == committed["unexpected"]
 
 
+def test_txn_drill_on_three_brokers(tmp_path: Path) -> None:
+    # The same across three brokers: the transaction coordinator's broker killed (kill -9)
+    # while the app works, then started again on its data.
+    doc = _run(
+        "txn_drill.py",
+        *("--cluster", "--records", "8000", "--kills", "2", "--restart-every", "2"),
+        tmp_path=tmp_path,
+    )
+    result = doc["results"]
+    assert result["kills"] == 2 and result["brokers_killed"] == 1
+    committed = result["read_committed"]
+    assert committed["read"] == 8000
+    assert committed["missing"] == 0 == committed["duplicates"] == committed["unexpected"]
+
+
 def test_transactions(tmp_path: Path) -> None:
     doc = _run("transactions.py", *("--records", "500", "--pairs", "1"), tmp_path=tmp_path)
     summary = doc["results"]["summary"]

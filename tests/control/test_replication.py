@@ -493,3 +493,52 @@ def test_leaders_killed_in_turn_under_load_lose_and_duplicate_nothing(
     finally:
         stop.set()
         stop_all(brokers)
+
+
+def test_a_broker_back_within_its_session_timeout_is_told_everything_again(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    """kill -9 and an immediate restart: the new process registers as soon as the old
+    session expires, so the controller can find the same brokers registered as before.
+    It must still see a new broker (a new session: Kafka's broker epoch), move its
+    leaderships away and tell it its partitions again. The controller is frozen (its
+    session outlives the freeze) from the kill until the new registration, so that it
+    can only tell by the session."""
+    connect, client = zk
+    brokers = {0: broker(tmp_path, connect, 0, "zookeeper.session.timeout.ms=30000").start()}
+    brokers[1] = broker(tmp_path, connect, 1).start()  # SESSION_MS
+    try:
+        until("both named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1])
+        admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
+        admin.create_topics([NewTopic("b", 1, replica_assignment=[[1, 0]])])["b"].result(30)
+        until("both in sync", lambda: partition_state(client, "b", 0)["isr"] == [1, 0])
+        assert produce(bootstrap(brokers), "b", [b"before"], acks="all")[0][0] is None
+        before = partition_state(client, "b", 0)
+        controller_id = json.loads(client.get("/controller")[0])["brokerid"]
+        assert (before["leader"], controller_id) == (1, 0)
+        old_session = client.exists("/brokers/ids/1").ephemeralOwner
+        controller = brokers[0].proc.pid  # type: ignore[union-attr]
+        os.kill(controller, signal.SIGSTOP)
+        try:
+            brokers[1].kill()
+            brokers[1] = broker(tmp_path, connect, 1).start()  # same data dir
+            until(
+                "broker 1 registered under a new session",
+                lambda: (s := client.exists("/brokers/ids/1")) and s.ephemeralOwner != old_session,
+                timeout=SESSION_MS / 1000 + 30,
+            )
+        finally:
+            os.kill(controller, signal.SIGCONT)
+        until(
+            "leadership moved away from the restarted broker, then it followed again",
+            lambda: (
+                (s := partition_state(client, "b", 0))["leader_epoch"] > before["leader_epoch"]
+                and sorted(s["isr"]) == [0, 1]
+            ),
+        )
+        assert partition_state(client, "b", 0)["leader"] == 0
+        assert produce(bootstrap(brokers), "b", [b"after"], acks="all")[0][0] is None
+        got = consume_all(bootstrap(brokers), "b", 1, 2)
+        assert got == {0: [b"before", b"after"]}
+    finally:
+        stop_all(brokers)

@@ -43,11 +43,13 @@ def produce(c: WireClient, records: bytes, txn_id: str | None = "tx-1") -> int:
     return p.base_offset  # type: ignore[no-any-return]
 
 
-def first_append(c: WireClient, records: bytes) -> bool:
+def first_append(c: WireClient, records: bytes, txn_id: str | None = None) -> bool:
     """Whether the partition's first records were taken (at offset 0); False while the
-    broker does not hold the partition yet."""
-    (p,) = c.request(produce_req("tx", records, acks=-1), 9).responses[0].partition_responses
-    if p.error_code == 3:  # UNKNOWN_TOPIC_OR_PARTITION: not here yet
+    broker does not hold the partition yet, or not as its leader yet."""
+    req = produce_req("tx", records, acks=-1)
+    req.transactional_id = txn_id
+    (p,) = c.request(req, 9).responses[0].partition_responses
+    if p.error_code in (3, 6):  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER: not yet
         return False
     assert (p.error_code, p.base_offset) == (0, 0), p
     return True
@@ -135,7 +137,11 @@ def test_a_marker_is_answered_once_the_isr_holds_it(
         follower = brokers[1 - leader].proc
         assert follower is not None
         with WireClient(brokers[leader].bootstrap) as c:
-            assert produce(c, txn_batch(A, 0, b"A1")) == 0
+            # ZooKeeper names the leader before the controller's LeaderAndIsr reaches it.
+            until(
+                "the leader holds the partition",
+                lambda: first_append(c, txn_batch(A, 0, b"A1"), "tx-1"),
+            )
             os.kill(follower.pid, signal.SIGSTOP)  # in the ISR, but fetching nothing
             try:
                 c.send(

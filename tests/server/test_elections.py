@@ -7,7 +7,7 @@ import pytest
 
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.server.zk import elections
-from trio_broker.server.zk.controller import elect
+from trio_broker.server.zk.elections import elect
 from trio_broker.server.zk.layout import LeaderIsr
 
 E = 9  # the controller epoch of these rounds

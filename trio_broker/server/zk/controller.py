@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import trio
 from kazoo.exceptions import BadVersionError
@@ -54,7 +54,7 @@ from ...protocol.messages.controller import (
 )
 from ...protocol.schema import Request
 from . import elections, layout
-from .elections import ElectionOrder
+from .elections import ElectionOrder, elect
 from .reassignment import Reassignments, ReassignOrder
 from .session import ZkSession
 from .topic_view import TopicView
@@ -65,38 +65,6 @@ LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 7, 4, 8
 RETRY_S = 1.0
 SEND_TIMEOUT_S = 10.0
 PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
-NO_LEADER = -1
-
-
-def elect(
-    state: layout.LeaderIsr | None,
-    replicas: list[int],
-    live: Mapping[int, object],
-    epoch: int,
-    shutting_down: Collection[int] = (),
-) -> layout.LeaderIsr | None:
-    """The partition's next state, or None if it stays as it is. A broker in
-    ``shutting_down`` (controlled shutdown) is live but elected nowhere and in no ISR."""
-    eligible = [r for r in replicas if r in live and r not in shutting_down]
-    if state is None:
-        alive = eligible or [r for r in replicas if r in live]
-        return layout.LeaderIsr(alive[0] if alive else NO_LEADER, 0, tuple(alive), epoch)
-    in_sync = tuple(r for r in state.isr if r in eligible)
-    if state.leader in live and state.leader not in shutting_down:
-        if in_sync == state.isr:
-            return None
-        # A follower died (or is shutting down): it leaves the ISR at once (acks=all
-        # stops waiting for it).
-        return layout.LeaderIsr(state.leader, state.leader_epoch + 1, in_sync, epoch)
-    # Kafka elects in the order of the assignment.
-    candidates = [r for r in replicas if r in in_sync]
-    if not candidates:
-        if state.leader in live:  # shutting down with no one to take over: it stays
-            return None
-        if state.leader == NO_LEADER:
-            return None
-        return layout.LeaderIsr(NO_LEADER, state.leader_epoch + 1, state.isr, epoch)
-    return layout.LeaderIsr(candidates[0], state.leader_epoch + 1, in_sync, epoch)
 
 
 class ZkController:
@@ -116,6 +84,7 @@ class ZkController:
         self.control_listener = peers.name
         self.control_plane = control_plane
         self.live: dict[int, layout.Registration] = {}
+        self._owners: dict[int, int] = {}  # broker -> its registration's session
         self.topics: dict[str, TopicView] = {}
         self.updates_sent = 0
         self.epoch: int | None = None  # while this broker is the controller
@@ -161,7 +130,7 @@ class ZkController:
             self.moves.end_term()
 
     async def _rounds(self, epoch: int) -> None:
-        self.topics, self.live = {}, {}
+        self.topics, self.live, self._owners = {}, {}, {}
         self._read, self._stale = {}, set()
         self.moves.begin_term()
         # What each broker has yet to be told (kept across rounds until it has answered).
@@ -346,11 +315,22 @@ class ZkController:
         return request, STOP_REPLICA_VERSION, functools.partial(halted.update, todo)
 
     async def _registrations(self, ids: list[str]) -> dict[int, layout.Registration]:
+        """The registered brokers, less one registered again under a new session since
+        the last round (restarted within its session timeout: Kafka's "bounced" broker,
+        told by its broker epoch). It counts as dead for this round, so its partitions get
+        leaders and ISRs without it, and as joined in the next, at once (``_poked``)."""
         live: dict[int, layout.Registration] = {}
-        for name in ids:
-            found = await self.session.get(layout.broker_path(int(name)))
-            if found is not None:
-                live[int(name)] = layout.Registration.decode(int(name), found[0])
+        for broker in map(int, ids):
+            found = await self.session.get(layout.broker_path(broker))
+            owner = await self.session.owner(layout.broker_path(broker))
+            if found is None or owner is None:
+                continue
+            if broker in self.live and self._owners.get(broker, owner) != owner:
+                log.info("broker %d registered again: out for a round, then told all", broker)
+                self._poked.set()
+            else:
+                live[broker] = layout.Registration.decode(broker, found[0])
+            self._owners[broker] = owner
         return live
 
     async def _topic(self, name: str) -> tuple[TopicView | None, Callable[[], Awaitable[None]]]:

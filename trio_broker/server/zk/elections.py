@@ -7,6 +7,9 @@ and ``ElectionOrder``, a request the controller's round carries out. Pure: the c
 (``ZkController``) reads ZooKeeper, applies these rules in its round, writes the state
 nodes with their version checks and tells the brokers; here nothing is read or written.
 
+- **each round** (``elect``): a new partition's leader is its first live replica; a dead
+  follower leaves the ISR; a dead leader's partition goes to the first live ISR member of
+  the assignment, else it is offline (leader -1) until one comes back.
 - **preferred** (type 0): the first replica of the assignment leads if it is alive, not
   shutting down and in the ISR (PREFERRED_LEADER_NOT_AVAILABLE otherwise); a partition it
   already leads is ELECTION_NOT_NEEDED. The ISR stays; the leader epoch goes up.
@@ -17,7 +20,7 @@ nodes with their version checks and tells the brokers; here nothing is read or w
 - **controlled shutdown**: a broker that asked for it stays "shutting down" until its
   registration goes. It is elected nowhere and leaves every ISR; each partition it leads
   goes to the first other live ISR member of the assignment, or stays with it (reported
-  back as remaining) when there is none (``controller.elect``).
+  back as remaining) when there is none (``elect``).
 - **balance**: for each broker, the partitions it is preferred leader of but that another
   broker leads; above ``leader.imbalance.per.broker.percentage`` of its preferred
   partitions, those whose preferred replica can lead get a preferred election.
@@ -127,3 +130,34 @@ def remaining(broker: int, states: Iterable[tuple[Key, list[int], layout.LeaderI
 
 def eligible_brokers(live: Mapping[int, object], shutting_down: Collection[int]) -> set[int]:
     return {b for b in live if b not in shutting_down}
+
+
+def elect(
+    state: layout.LeaderIsr | None,
+    replicas: list[int],
+    live: Mapping[int, object],
+    epoch: int,
+    shutting_down: Collection[int] = (),
+) -> layout.LeaderIsr | None:
+    """The partition's next state, or None if it stays as it is. A broker in
+    ``shutting_down`` (controlled shutdown) is live but elected nowhere and in no ISR."""
+    eligible = [r for r in replicas if r in live and r not in shutting_down]
+    if state is None:
+        alive = eligible or [r for r in replicas if r in live]
+        return layout.LeaderIsr(alive[0] if alive else NO_LEADER, 0, tuple(alive), epoch)
+    in_sync = tuple(r for r in state.isr if r in eligible)
+    if state.leader in live and state.leader not in shutting_down:
+        if in_sync == state.isr:
+            return None
+        # A follower died (or is shutting down): it leaves the ISR at once (acks=all
+        # stops waiting for it).
+        return layout.LeaderIsr(state.leader, state.leader_epoch + 1, in_sync, epoch)
+    # Kafka elects in the order of the assignment.
+    candidates = [r for r in replicas if r in in_sync]
+    if not candidates:
+        if state.leader in live:  # shutting down with no one to take over: it stays
+            return None
+        if state.leader == NO_LEADER:
+            return None
+        return layout.LeaderIsr(NO_LEADER, state.leader_epoch + 1, state.isr, epoch)
+    return layout.LeaderIsr(candidates[0], state.leader_epoch + 1, in_sync, epoch)
