@@ -42,6 +42,17 @@ def test_request_rate(tmp_path: Path) -> None:
     assert all(c["requests"] > 0 for c in doc["results"]["cells"])
 
 
+def test_codec_speed(tmp_path: Path) -> None:
+    doc = _run(
+        "codec_speed.py",
+        *("--budget", "0.001", "--rounds", "1", "--repeats", "1"),
+        tmp_path=tmp_path,
+    )
+    best = doc["results"]["best_ns"]["this"]
+    assert {c.split(".")[0] for c in best} == {"frame", "decode", "encode", "records", "handler"}
+    assert all(ns > 0 for ns in best.values())
+
+
 def test_connections(tmp_path: Path) -> None:
     doc = _run(
         "connections.py",
