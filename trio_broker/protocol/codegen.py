@@ -306,7 +306,7 @@ def _decode_value(
                 with src.indent():
                     if isinstance(item, type):
                         dname = f"_dec_{item.__name__}_{id(item)}"
-                        env[dname] = _Lazy(decoder, item, version, flexible)
+                        env[dname] = _Lazy(decoder, item, version, flexible, env, dname)
                         src(f"_it, pos = {dname}(data, mv, pos)")
                     else:
                         inner = FieldSpec(item, "0+", None, None, None, None, False)
@@ -316,7 +316,7 @@ def _decode_value(
         return
     if isinstance(t, type) and issubclass(t, Struct):
         dname = f"_dec_{t.__name__}_{id(t)}"
-        env[dname] = _Lazy(decoder, t, version, flexible)
+        env[dname] = _Lazy(decoder, t, version, flexible, env, dname)
         if nullable:
             marker = src.tmp("m")
             src(f"{marker}, = _unpack_from('>b', data, pos)")
@@ -364,21 +364,29 @@ def _decode_tagged(
 
 class _Lazy:
     """A nested struct's decoder or encoder, compiled on first call (structs may refer to
-    each other, and most versions of most structs are never used)."""
+    each other, and most versions of most structs are never used). The first call puts
+    the compiled function in the generated code's globals in its own place, so later
+    calls go to it directly (calling through this object cost ApiVersions' response
+    encode 1.78x: ``bench/codec_speed.py``)."""
 
-    __slots__ = ("args", "factory", "fn")
+    __slots__ = ("args", "env", "factory", "name")
 
     def __init__(
-        self, factory: Callable[..., Any], cls: type[Struct], version: int, flexible: bool
+        self,
+        factory: Callable[..., Any],
+        cls: type[Struct],
+        version: int,
+        flexible: bool,
+        env: dict[str, Any],
+        name: str,
     ) -> None:
         self.factory = factory
         self.args = (cls, version, flexible)
-        self.fn: Callable[..., Any] | None = None
+        self.env, self.name = env, name
 
     def __call__(self, *args: Any) -> Any:
-        fn = self.fn
-        if fn is None:
-            fn = self.fn = self.factory(*self.args)
+        fn = self.factory(*self.args)
+        self.env[self.name] = fn
         return fn(*args)
 
 
@@ -526,7 +534,7 @@ def _encode_value(
                 with src.indent():
                     if isinstance(item, type):
                         ename = f"_enc_{item.__name__}_{id(item)}"
-                        env[ename] = _Lazy(encoder, item, version, flexible)
+                        env[ename] = _Lazy(encoder, item, version, flexible, env, ename)
                         src(f"{ename}({it}, parts)")
                         if _contains_records(item, version):
                             src("b = parts[-1]")
@@ -537,7 +545,7 @@ def _encode_value(
         return
     if isinstance(t, type) and issubclass(t, Struct):
         ename = f"_enc_{t.__name__}_{id(t)}"
-        env[ename] = _Lazy(encoder, t, version, flexible)
+        env[ename] = _Lazy(encoder, t, version, flexible, env, ename)
         refetch = _contains_records(t, version)
         if nullable:
             src(f"if {v} is None:")
