@@ -28,7 +28,8 @@ The protocol, from the request's ``session_id`` and ``session_epoch``:
 
 Eviction, when the cache is full: a session unused for ``EVICTION_MS`` goes first; else
 the least recently used of the sessions with fewer partitions than the new one (a bigger
-session saves more). Follower sessions are not kept apart (no replication yet).
+session saves more). Followers fetch without a session (``server.replica_fetcher`` sends
+full fetches), so the cache holds clients' sessions only.
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ thin client of Kafka's APIs (``cluster_ops``), sent to that controller:
 A leadership change is a LeaderAndIsr to the brokers involved (the new leader takes the
 partition at a higher leader epoch; the old one becomes a follower, so its producers and
 consumers get NOT_LEADER_OR_FOLLOWER and go to the new leader), then an UpdateMetadata to
-every broker so that Metadata answers agree. There is no replication yet: a partition's
-data stays where it was written. The controller epoch is the number of seconds since
-2023-11-14 (it only grows, so every run of the tool outranks the runs before it).
+every broker so that Metadata answers agree. A static cluster does not replicate (that
+takes ZooKeeper's controller): a partition's data stays where it was written. The
+controller epoch is the number of seconds since 2023-11-14 (it only grows, so every run
+of the tool outranks the runs before it).
 """
 
 from __future__ import annotations
