@@ -17,11 +17,12 @@ rules and error codes:
   ``__consumer_offsets`` partition) makes the transaction ONGOING and lists the partitions.
 - ``end_txn``: PREPARE_COMMIT or PREPARE_ABORT is written (the outcome is decided); then
   every partition gets its marker (``Markers``), retried until written, and
-  COMPLETE_COMMIT or COMPLETE_ABORT is written. The client is answered once that is done,
-  or after ``COMPLETE_WAIT_S`` (Kafka answers at the PREPARE: its clients' next
-  transaction is then refused CONCURRENT_TRANSACTIONS until the markers are written, and
-  retried after a backoff). A PREPARE_* read back at start (a crash between the two) is
-  completed the same way.
+  COMPLETE_COMMIT or COMPLETE_ABORT is written. The client is answered once the markers
+  are written (the outcome is then what consumers see), or after ``COMPLETE_WAIT_S``; the
+  id's next call waits for the COMPLETE_* write (at most as long) instead of being refused.
+  Kafka answers at the PREPARE: its clients' next transaction is then refused
+  CONCURRENT_TRANSACTIONS until the markers are written, and retried after a backoff. A
+  PREPARE_* read back at start (a crash between the two) is completed the same way.
 - every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, transactions
   older than their timeout are aborted with their epoch bumped (the producer is fenced);
   every ``transaction.remove.expired.transaction.cleanup.interval.ms``, ids idle longer
@@ -43,10 +44,10 @@ from typing import Any
 
 import trio
 
-from ...protocol.errors import CorruptRequest, ErrorCode
+from ...protocol.errors import ErrorCode
 from ...records import Record
 from ..groups.ownership import Ownership
-from ..groups.storage import LogOffsetsTopic, OrderedWriter, StoredRecord, partition_for
+from ..groups.storage import LogOffsetsTopic, OrderedWriter, partition_for
 from .markers import Markers, TxnMarker
 from .state import (
     MAX_PRODUCER_EPOCH,
@@ -54,7 +55,7 @@ from .state import (
     TopicPartition,
     TxnMetadata,
     TxnState,
-    metadata_of,
+    latest_of,
     record_of,
 )
 
@@ -122,7 +123,8 @@ class TransactionCoordinator:
         self._open_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._scope = trio.CancelScope()
-        self._completing: dict[str, trio.Event] = {}  # ids whose markers are under way
+        self._completing: dict[str, trio.Event] = {}  # ids whose end is under way
+        self._marked: dict[str, trio.Event] = {}  # ... set once their markers are written
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, max(1, self.topic.partitions))
@@ -160,7 +162,7 @@ class TransactionCoordinator:
                 return
             await trio.to_thread.run_sync(self.topic.open)
             if not self.replicated:
-                loaded = await trio.to_thread.run_sync(_fold, self.topic.scan())
+                loaded = await trio.to_thread.run_sync(latest_of, self.topic.scan())
                 self._install(loaded)
             self._opened = True
 
@@ -201,7 +203,7 @@ class TransactionCoordinator:
         try:
             await self.ensure_open()
             records = self.topic.scan_partition(partition)
-            loaded = await trio.to_thread.run_sync(_fold, records)
+            loaded = await trio.to_thread.run_sync(latest_of, records)
             if partition in own.loading:  # not resigned meanwhile
                 own.owned.add(partition)
                 self._install(loaded)
@@ -338,6 +340,7 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> int:
         """AddPartitionsToTxn (and AddOffsetsToTxn): the partitions join the transaction."""
+        await self._until_complete(transactional_id)  # the last one's COMPLETE_* write
         error, meta = await self._producer_call(transactional_id, producer_id, epoch)
         if meta is None:
             return error
@@ -379,8 +382,9 @@ class TransactionCoordinator:
     async def end_txn(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool
     ) -> int:
-        """EndTxn: decide the outcome (written), then complete it; answered once complete
-        (at most ``COMPLETE_WAIT_S``)."""
+        """EndTxn: decide the outcome (written), then complete it; answered once the
+        markers are written (at most ``COMPLETE_WAIT_S``)."""
+        await self._until_complete(transactional_id)  # a retry, or the last one's end
         error, meta = await self._producer_call(transactional_id, producer_id, epoch)
         if meta is None:
             return error
@@ -403,15 +407,19 @@ class TransactionCoordinator:
             self.commits += 1
         else:
             self.aborts["client"] += 1
-        await self._until_complete(transactional_id)
+        await self._until(self._marked, transactional_id)
         return ErrorCode.NONE
 
     async def _until_complete(self, transactional_id: str) -> None:
         """Wait (at most ``COMPLETE_WAIT_S``) for the id's markers and COMPLETE_* write."""
-        completing = self._completing.get(transactional_id)
-        if completing is not None:
+        await self._until(self._completing, transactional_id)
+
+    @staticmethod
+    async def _until(events: dict[str, trio.Event], transactional_id: str) -> None:
+        event = events.get(transactional_id)
+        if event is not None:
             with trio.move_on_after(COMPLETE_WAIT_S):
-                await completing.wait()
+                await event.wait()
 
     async def _prepare(self, meta: TxnMetadata, commit: bool, **changes: Any) -> int:
         state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
@@ -437,18 +445,24 @@ class TransactionCoordinator:
 
     def _spawn_completion(self, meta: TxnMetadata) -> None:
         if self._nursery is not None:
-            done = self._completing[meta.transactional_id] = trio.Event()
-            self._nursery.start_soon(self._complete_then_tell, meta, done)
+            txn_id = meta.transactional_id
+            done = self._completing[txn_id] = trio.Event()
+            marked = self._marked[txn_id] = trio.Event()
+            self._nursery.start_soon(self._complete_then_tell, meta, done, marked)
 
-    async def _complete_then_tell(self, prepared: TxnMetadata, done: trio.Event) -> None:
+    async def _complete_then_tell(
+        self, prepared: TxnMetadata, done: trio.Event, marked: trio.Event
+    ) -> None:
+        txn_id = prepared.transactional_id
         try:
-            await self._complete(prepared)
+            await self._complete(prepared, marked)
         finally:
+            marked.set()
             done.set()
-            if self._completing.get(prepared.transactional_id) is done:
-                del self._completing[prepared.transactional_id]
+            if self._completing.get(txn_id) is done:
+                del self._completing[txn_id], self._marked[txn_id]
 
-    async def _complete(self, prepared: TxnMetadata) -> None:
+    async def _complete(self, prepared: TxnMetadata, marked: trio.Event) -> None:
         """Write every partition's marker (retrying what fails), then COMPLETE_*."""
         txn_id = prepared.transactional_id
         commit = prepared.state is TxnState.PREPARE_COMMIT
@@ -475,6 +489,7 @@ class TransactionCoordinator:
                     return  # a newer coordinator (or epoch) owns it now
             if left:
                 await trio.sleep(MARKER_RETRY_S)
+        marked.set()
         state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         done = prepared.moved(state=state, partitions=frozenset(), update_ms=self.now_ms())
         while self.txns.get(txn_id) is prepared:
@@ -573,18 +588,3 @@ def _known(meta: TxnMetadata, expected: tuple[int, int]) -> bool:
         (meta.producer_id, meta.producer_epoch - 1),
         (meta.last_producer_id, meta.last_producer_epoch),
     )
-
-
-def _fold(records: Iterable[StoredRecord]) -> dict[str, TxnMetadata | None]:
-    """The latest metadata of each id in ``records`` (None: its tombstone came last)."""
-    out: dict[str, TxnMetadata | None] = {}
-    for r in records:
-        if r.key is None:
-            continue
-        try:
-            txn_id, meta = metadata_of(r.key, r.value)
-        except (CorruptRequest, ValueError) as exc:
-            log.warning("unreadable __transaction_state record at offset %d: %s", r.offset, exc)
-            continue
-        out[txn_id] = meta
-    return out

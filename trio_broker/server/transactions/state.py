@@ -3,22 +3,27 @@
 Owns: ``TxnState`` (Kafka's ids, as ``__transaction_state`` stores them), ``TxnMetadata``
 (producer id and epoch, the previous ones, the timeout, the state, the partitions of the
 ongoing transaction, its times) and ``record_of`` / ``metadata_of``, which turn it into
-the key and value of a ``__transaction_state`` record and back. Pure data; no I/O.
+the key and value of a ``__transaction_state`` record and back, and ``latest_of``, the
+state of every id a run of such records leaves. Pure data; no I/O.
 
 The states, as Kafka's ``TransactionState``: a new id is EMPTY; its first
 AddPartitionsToTxn makes it ONGOING; EndTxn moves it to PREPARE_COMMIT or PREPARE_ABORT
-(the client is answered then: the outcome is decided), and once every partition has its
-marker to COMPLETE_COMMIT or COMPLETE_ABORT, from where the next AddPartitionsToTxn
-begins again. DEAD is an id being forgotten (its tombstone). A state change is written to
-``__transaction_state`` before it counts; while one is being written the id is ``pending``
-and requests for it are answered CONCURRENT_TRANSACTIONS.
+(the outcome is decided), and once every partition has its marker to COMPLETE_COMMIT or
+COMPLETE_ABORT, from where the next AddPartitionsToTxn begins again. DEAD is an id being
+forgotten (its tombstone). A state change is written to ``__transaction_state`` before it
+counts; while one is being written the id is ``pending`` and requests for it are
+answered CONCURRENT_TRANSACTIONS (the coordinator waits for an end's writes first).
 """
 
 from __future__ import annotations
 
 import enum
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
+from ...protocol.errors import CorruptRequest
 from ...protocol.messages.txn_records import (
     TransactionLogKey,
     TransactionLogValue,
@@ -27,6 +32,8 @@ from ...protocol.messages.txn_records import (
     encode_key,
     encode_value,
 )
+
+log = logging.getLogger("trio_broker.transactions")
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -124,3 +131,29 @@ def metadata_of(key: bytes, value: bytes | None) -> tuple[str, TxnMetadata | Non
         start_ms=v.transaction_start_timestamp_ms,
         update_ms=v.transaction_last_update_timestamp_ms,
     )
+
+
+class StoredTxnRecord(Protocol):
+    """A ``__transaction_state`` record as read back (``groups.storage.StoredRecord``)."""
+
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+
+
+def latest_of(records: Iterable[StoredTxnRecord]) -> dict[str, TxnMetadata | None]:
+    """The latest metadata of each id in ``records`` (None: its tombstone came last)."""
+    out: dict[str, TxnMetadata | None] = {}
+    for r in records:
+        if r.key is None:
+            continue
+        try:
+            txn_id, meta = metadata_of(r.key, r.value)
+        except (CorruptRequest, ValueError) as exc:
+            log.warning("unreadable __transaction_state record at offset %d: %s", r.offset, exc)
+            continue
+        out[txn_id] = meta
+    return out
