@@ -251,6 +251,8 @@ class Broker:
         )
         self.topic_admin.on_deleted.append(self._forget_topic)
         self.access = AccessControl(self.quotas, self.acls, self.authorization, self.scram)
+        # (a ZooKeeper cluster's go to ZooKeeper first: ``join_cluster`` below)
+        self.alter_scram_credentials = self.access.alter_scram_credentials
         self.control = ControlPlane(
             self.broker_id,
             self.cluster,
@@ -302,7 +304,6 @@ class Broker:
         self.create_acls = access.create_acls
         self.delete_acls = access.delete_acls
         self.scram_credentials = access.scram_credentials
-        self.alter_scram_credentials = access.alter_scram_credentials
         data, offsets = self.replica_manager, OffsetQueries(self.replica_manager)
         self.produce_many = data.produce_many
         self.read_many = data.read_many

@@ -4,8 +4,8 @@ Owns: ``join_cluster``. The cluster view becomes the controller's (authoritative
 while the session is lost); topics are created, deleted and grown through ZooKeeper
 (``ZkTopics``: the controller places them); topic and broker config changes are the
 cluster's (``ZkTopicConfigs``, ``ZkBrokerConfigs``, one ``ZkConfigChanges`` follower
-beside the registration); a leader's ISR changes are written to ZooKeeper
-(``ZkIsrWriter``).
+beside the registration), and so are SCRAM credentials (``ZkScramCredentials``); a
+leader's ISR changes are written to ZooKeeper (``ZkIsrWriter``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .config_changes import ZkConfigChanges
 from .isr_writer import ZkIsrWriter
 from .topic_configs import ZkTopicConfigs
 from .topics import ZkTopics
+from .user_credentials import ZkScramCredentials
 
 
 def join_cluster(broker: Any) -> None:
@@ -34,6 +35,7 @@ def join_cluster(broker: Any) -> None:
     broker.config_admin.topics, zk_topics.announce = zk_configs, zk_configs.announce
     zk_brokers = ZkBrokerConfigs(session, changes, broker)
     broker.update_config = broker.config_admin.update_config = zk_brokers.update_config
+    broker.alter_scram_credentials = ZkScramCredentials(session, changes, broker).alter
     broker.create_topic = zk_topics.create_topic
     broker.delete_topic = zk_topics.delete_topic
     broker.create_partitions = zk_topics.create_partitions
