@@ -209,17 +209,21 @@ class BrokerAdminView(AclAdmin):
             store.validate(entity, changes)  # refuse before going to a thread
         except QuotaError as exc:
             raise Invalid("invalid-quota", str(exc), key=exc.key) from None
-        async with self._quota_lock:
-            values = await trio.to_thread.run_sync(store.alter, entity, changes)
-        return ClientQuota(entity.as_dict(), dict(values))
+        async with self._quota_lock:  # through the broker: a cluster's go to ZooKeeper
+            await self.broker.alter_client_quota(
+                entity.as_dict(), dict(changes), validate_only=False
+            )
+        return ClientQuota(entity.as_dict(), dict(store.get(entity) or {}))
 
     async def delete_client_quota(self, client_id: str | None) -> ClientQuota:
         entity = QuotaEntity.client(client_id)
         async with self._quota_lock:
-            if self.broker.quotas.get(entity) is None:
+            removed = self.broker.quotas.get(entity)
+            if removed is None:
                 raise NotFound("unknown-quota", f"no quota for {entity}")
-            removed = await trio.to_thread.run_sync(self.broker.quotas.delete, entity)
-        return ClientQuota(entity.as_dict(), dict(removed or {}))
+            gone: dict[str, float | None] = dict.fromkeys(removed)
+            await self.broker.alter_client_quota(entity.as_dict(), gone, validate_only=False)
+        return ClientQuota(entity.as_dict(), dict(removed))
 
     # ------------------------------------------------------------ SCRAM users
 

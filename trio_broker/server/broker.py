@@ -253,6 +253,7 @@ class Broker:
         self.access = AccessControl(self.quotas, self.acls, self.authorization, self.scram)
         # (a ZooKeeper cluster's go to ZooKeeper first: ``join_cluster`` below)
         self.alter_scram_credentials = self.access.alter_scram_credentials
+        self.alter_client_quota = self.access.alter_client_quota
         self.control = ControlPlane(
             self.broker_id,
             self.cluster,
@@ -298,7 +299,6 @@ class Broker:
         self.control.roles[TXN_STATE_TOPIC] = txns.coordinator.role_changed
         self.metrics.set_transactions(txns.figures)
         self.client_quotas = access.client_quotas
-        self.alter_client_quota = access.alter_client_quota
         self.authorize, self.authorize_any = access.authorize, access.authorize_any
         self.find_acls = access.find_acls
         self.create_acls = access.create_acls

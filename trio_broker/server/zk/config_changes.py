@@ -1,7 +1,8 @@
 """Config change announcements in a ZooKeeper cluster: ``/config/changes``.
 
 Owns: ``ZkConfigChanges``, what a ZooKeeper-era Kafka broker's ``ZkConfigManager`` does
-for the config entities this broker follows (``EntityConfigs``: topics, brokers):
+for the config entities this broker follows (``EntityConfigs``: topics, brokers, users'
+credentials and quotas, clients' quotas):
 
 - whoever changes an entity's config node announces it with a sequential
   ``/config/changes/config_change_`` node naming ``<kind>/<name>`` (``announce``);
@@ -54,12 +55,12 @@ def _sequence(child: str) -> int:
 class ZkConfigChanges:
     def __init__(self, session: ZkSession) -> None:
         self.session = session
-        self.kinds: dict[str, EntityConfigs] = {}
+        self.kinds: dict[str, list[EntityConfigs]] = {}  # users: credentials and quotas
         self._last_seen = -1
         self._session_id: int | None = None
 
     def follow(self, entities: EntityConfigs) -> None:
-        self.kinds[entities.kind] = entities
+        self.kinds.setdefault(entities.kind, []).append(entities)
 
     async def announce(self, kind: str, name: str) -> None:
         """Tell every broker that the config node of ``kind/name`` changed."""
@@ -87,8 +88,9 @@ class ZkConfigChanges:
         changes = sorted((_sequence(k), k) for k in kids if k.startswith("config_change_"))
         if self.session.session_id != self._session_id:
             self._session_id = self.session.session_id
-            for entities in self.kinds.values():
-                await entities.read_all()
+            for followers in self.kinds.values():
+                for entities in followers:
+                    await entities.read_all()
             self._last_seen = max((s for s, _ in changes), default=-1)
         else:
             for seq, child in changes:
@@ -104,8 +106,7 @@ class ZkConfigChanges:
             return  # expired meanwhile (the next session's full read covers it)
         entity = str(json.loads(found[0]).get("entity_path", ""))
         kind, _, name = entity.partition("/")
-        entities = self.kinds.get(kind)
-        if entities is not None and name:
+        for entities in self.kinds.get(kind, []) if name else []:
             await entities.changed(name)
 
     async def _expire(self, changes: list[tuple[int, str]]) -> None:

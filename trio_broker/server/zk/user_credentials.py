@@ -132,6 +132,8 @@ class ZkScramCredentials:
             await self._adopt(user, await self._read(user) or {})
 
     async def changed(self, name: str) -> None:
+        if "/" in name:  # users/<user>/clients/<client>: a quota (``ZkClientQuotas``)
+            return
         user = urllib.parse.unquote(name)
         await self._adopt(user, await self._read(user) or {})
 

@@ -4,8 +4,9 @@ Owns: ``join_cluster``. The cluster view becomes the controller's (authoritative
 while the session is lost); topics are created, deleted and grown through ZooKeeper
 (``ZkTopics``: the controller places them); topic and broker config changes are the
 cluster's (``ZkTopicConfigs``, ``ZkBrokerConfigs``, one ``ZkConfigChanges`` follower
-beside the registration), and so are SCRAM credentials (``ZkScramCredentials``); a
-leader's ISR changes are written to ZooKeeper (``ZkIsrWriter``).
+beside the registration), and so are SCRAM credentials and client quotas
+(``ZkScramCredentials``, ``ZkClientQuotas``); a leader's ISR changes are written to
+ZooKeeper (``ZkIsrWriter``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .broker_configs import ZkBrokerConfigs
+from .client_quotas import ZkClientQuotas
 from .config_changes import ZkConfigChanges
 from .isr_writer import ZkIsrWriter
 from .topic_configs import ZkTopicConfigs
@@ -36,6 +38,7 @@ def join_cluster(broker: Any) -> None:
     zk_brokers = ZkBrokerConfigs(session, changes, broker)
     broker.update_config = broker.config_admin.update_config = zk_brokers.update_config
     broker.alter_scram_credentials = ZkScramCredentials(session, changes, broker).alter
+    broker.alter_client_quota = ZkClientQuotas(session, changes, broker).alter
     broker.create_topic = zk_topics.create_topic
     broker.delete_topic = zk_topics.delete_topic
     broker.create_partitions = zk_topics.create_partitions

@@ -1,14 +1,19 @@
-"""SCRAM credentials in a ZooKeeper cluster are the cluster's: a user created through one
-broker logs in to every broker, a deletion through another broker locks it out of all, a
-broker that joins later knows them, and ZooKeeper holds them where Kafka's tools look
-(``/config/users/<user>``, Kafka's credential form). Real ZooKeeper, real broker
-processes, confluent-kafka's AdminClient and SASL/SCRAM clients."""
+"""SCRAM credentials and client quotas in a ZooKeeper cluster are the cluster's: a user
+created through one broker logs in to every broker, a deletion through another broker
+locks it out of all, a broker that joins later knows them; a quota set through one broker
+(AlterClientQuotas or the admin API) is in force on every broker, and one written by
+Kafka's tools straight to ZooKeeper too. ZooKeeper holds them where Kafka's tools look
+(``/config/users/<user>``, ``/config/clients/<client-id>``, Kafka's forms). Real
+ZooKeeper, real broker processes, confluent-kafka's AdminClient and SASL/SCRAM clients,
+our wire client for the quota APIs (no PyPI client sends them)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import httpx
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AdminClient,
@@ -19,7 +24,13 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
+from trio_broker.protocol.messages.quotas import (
+    AlterClientQuotasRequest,
+    DescribeClientQuotasRequest,
+)
+
 from ..support.brokers import BrokerProcess
+from ..support.wire import WireClient
 from .test_zookeeper_cluster import broker, metadata, until
 
 SASL = [
@@ -120,3 +131,71 @@ def test_users_from_before_the_cluster_are_kept(
     finally:
         for b in brokers.values():
             b.terminate()
+
+
+def quotas_of(b: BrokerProcess) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+    """Every quota ``b`` enforces (DescribeClientQuotas), by entity."""
+    with WireClient(b.bootstrap) as c:
+        r = c.request(DescribeClientQuotasRequest(components=[], strict=False), 1)
+    return {
+        tuple((e.entity_type, e.entity_name) for e in entry.entity): {
+            v.key: v.value for v in entry.values
+        }
+        for entry in r.entries
+    }
+
+
+def alter_quota(b: BrokerProcess, entity: dict[str, str | None], **values: Any) -> None:
+    A = AlterClientQuotasRequest.EntryData
+    ops = [A.OpData(key=k, value=v or 0.0, remove=v is None) for k, v in values.items()]
+    entities = [A.EntityData(entity_type=t, entity_name=n) for t, n in entity.items()]
+    req = AlterClientQuotasRequest(entries=[A(entity=entities, ops=ops)], validate_only=False)
+    with WireClient(b.bootstrap) as c:
+        assert c.request(req, 1).entries[0].error_code == 0
+
+
+def test_a_quota_set_through_one_broker_is_in_force_on_every_broker(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, client = zk
+    admin = "admin.listeners=http://127.0.0.1:0"
+    brokers = {i: broker(tmp_path, connect, i, admin).start() for i in (0, 1)}
+    app = (("client-id", "app"),)
+    alice, alice_app = (("user", "alice"),), (("user", "alice"), ("client-id", "app"))
+    try:
+        until("both named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1])
+        url = f"{brokers[0].admin_url}/v1/quotas/clients/app"
+        assert httpx.put(url, json={"producer_byte_rate": 1048576}, timeout=10).status_code == 200
+        until("broker 1 has app's quota", lambda: quotas_of(brokers[1]).get(app))
+        assert quotas_of(brokers[1])[app] == {"producer_byte_rate": 1048576.0}
+        assert json.loads(client.get("/config/clients/app")[0])["config"] == {
+            "producer_byte_rate": "1048576"
+        }
+
+        alter_quota(brokers[1], {"user": "alice"}, consumer_byte_rate=2048.0)
+        alter_quota(brokers[1], {"user": "alice", "client-id": "app"}, request_percentage=50.0)
+        until("broker 0 has alice's", lambda: alice_app in quotas_of(brokers[0]))
+        assert quotas_of(brokers[0])[alice] == {"consumer_byte_rate": 2048.0}
+        assert quotas_of(brokers[0])[alice_app] == {"request_percentage": 50.0}
+        nested = json.loads(client.get("/config/users/alice/clients/app")[0])["config"]
+        assert nested == {"request_percentage": "50.0"}
+
+        # Written by Kafka's tools: the node, then the announcement.
+        data = json.dumps({"version": 1, "config": {"producer_byte_rate": "4096"}}).encode()
+        client.create("/config/clients/<default>", data, makepath=True)
+        change = {"version": 2, "entity_path": "clients/<default>"}
+        client.create("/config/changes/config_change_", json.dumps(change).encode(), sequence=True)
+        default = (("client-id", None),)
+        for i in (0, 1):
+            until(f"broker {i} has the default", lambda i=i: default in quotas_of(brokers[i]))  # type: ignore[misc]
+
+        assert httpx.delete(url, timeout=10).status_code == 200
+        until("app's quota gone from broker 1", lambda: app not in quotas_of(brokers[1]))
+        # A broker that joins later has them all.
+        brokers[2] = broker(tmp_path, connect, 2, admin).start()
+        until("broker 2 has alice's", lambda: alice_app in quotas_of(brokers[2]))
+        assert quotas_of(brokers[2]) == quotas_of(brokers[0])
+    finally:
+        for b in brokers.values():
+            if b.proc is not None and b.proc.poll() is None:
+                b.terminate()
