@@ -54,7 +54,14 @@ from .request import (
     SendResponse,
     StartThrottling,
 )
-from .send import SocketTransport, WaitClock, receive_into, receive_some, send_parts
+from .send import (
+    SocketTransport,
+    WaitClock,
+    receive_into,
+    receive_now,
+    receive_some,
+    send_parts,
+)
 from .tls import tls_handshake
 
 NEW_CONNECTION_QUEUE = 20
@@ -286,7 +293,8 @@ class Processor:
             conn.mute_state = transition(conn.mute_state, MuteEvent.REQUEST_RECEIVED)
             conn.in_flight = request
             meter.stop()
-            await requests.send(request)
+            if not requests.try_send(request):
+                await requests.send(request)  # the channel is full: wait for room
             while conn.mute_state is not MuteState.NOT_MUTED:
                 action = await conn.mailbox.get()
                 meter.start()
@@ -335,14 +343,17 @@ class Processor:
                 and isinstance(conn.stream, trio.SocketStream)
             ):
                 return await self._read_direct(conn, clock, size, idle_ns, started)
-            with trio.CancelScope() as scope:
-                conn.read_scope = scope
-                scope.deadline = self._read_deadline(idle_ns, started)
-                data = await receive_some(conn.stream, max(_RECEIVE_SIZE, framer.wanted()), clock)
-            conn.read_scope = None
-            if scope.cancelled_caught:
-                self._read_timed_out(conn, started, framer.buffered)
-                return None
+            want = max(_RECEIVE_SIZE, framer.wanted())
+            data: bytes | bytearray | None = receive_now(conn.stream, want)
+            if data is None:  # nothing there yet: wait, under the read deadlines
+                with trio.CancelScope() as scope:
+                    conn.read_scope = scope
+                    scope.deadline = self._read_deadline(idle_ns, started)
+                    data = await receive_some(conn.stream, want, clock)
+                conn.read_scope = None
+                if scope.cancelled_caught:
+                    self._read_timed_out(conn, started, framer.buffered)
+                    return None
             if not data:
                 framer.receive_eof()
                 conn.close_reason = "closed by client"
