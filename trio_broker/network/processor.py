@@ -44,6 +44,7 @@ from .authentication import Outcome, SaslDriver, SaslIo
 from .connection import Connection, release_action
 from .context import ListenerContext
 from .mute import MuteEvent, MuteState, transition
+from .read_ahead import DIRECT_READ, read_ahead, read_ahead_want
 from .request import (
     CloseConnectionResponse,
     EndThrottling,
@@ -66,9 +67,6 @@ from .tls import tls_handshake
 
 NEW_CONNECTION_QUEUE = 20
 _RECEIVE_SIZE = 65536
-# Frames this large are read into their own buffer instead of through the frame
-# decoder's buffer (which would copy them twice more).
-_DIRECT_READ = 128 * 1024
 _API_VERSIONS = 18
 
 
@@ -295,7 +293,13 @@ class Processor:
             meter.stop()
             if not requests.try_send(request):
                 await requests.send(request)  # the channel is full: wait for room
+            pool = ctx.memory_pool
             while conn.mute_state is not MuteState.NOT_MUTED:
+                if sasl is None and not len(conn.mailbox):
+                    want = read_ahead_want(conn, pool)
+                    if want:
+                        await read_ahead(conn, want, meter.clock)
+                        continue
                 action = await conn.mailbox.get()
                 meter.start()
                 action.request.times.response_dequeue_ns = time.monotonic_ns()
@@ -317,9 +321,15 @@ class Processor:
         """
         framer = conn.framer
         clock = meter.clock
-        # Bytes of the next request already buffered (pipelined) count from now: the
-        # connection did not read while its previous request was in flight.
-        started = trio.current_time() if framer.buffered else None
+        # Bytes of the next request already buffered (pipelined, or read ahead while the
+        # previous request was in flight) count from now.
+        started = trio.current_time() if framer.buffered or conn.partial else None
+        if conn.partial is not None:  # a large frame begun while muted: finish it
+            partial, have = conn.partial
+            conn.partial = None
+            return await self._read_direct(
+                conn, clock, len(partial), idle_ns, started, partial, have
+            )
         while True:
             if not conn.reserved:
                 size = framer.frame_size()
@@ -339,7 +349,7 @@ class Processor:
             size = framer.frame_size()
             if (
                 size is not None
-                and size >= _DIRECT_READ
+                and size >= DIRECT_READ
                 and isinstance(conn.stream, trio.SocketStream)
             ):
                 return await self._read_direct(conn, clock, size, idle_ns, started)
@@ -385,10 +395,19 @@ class Processor:
             self.context.events.connection_reaped(conn)
 
     async def _read_direct(
-        self, conn: Connection, clock: WaitClock, size: int, idle_ns: int, started: float | None
+        self,
+        conn: Connection,
+        clock: WaitClock,
+        size: int,
+        idle_ns: int,
+        started: float | None,
+        frame: bytearray | None = None,
+        have: int = 0,
     ) -> bytearray | None:
-        """Read a large frame straight into its own buffer (one copy, from the kernel)."""
-        frame, have = conn.framer.take_frame_start(size)
+        """Read a large frame straight into its own buffer (one copy, from the kernel),
+        or finish ``frame`` when it already holds ``have`` bytes."""
+        if frame is None:
+            frame, have = conn.framer.take_frame_start(size)
         view = memoryview(frame)
         assert isinstance(conn.stream, trio.SocketStream)
         sock = conn.stream.socket
