@@ -7,9 +7,10 @@ of the listener's connection nursery. Serving a connection is the processor's ne
 work, all of it here: the TLS handshake, framing (reading whole frames under the idle and
 request-read clocks and the memory pool), parsing, SASL's admission of each request, the
 mute transitions, sending the request into the plane's request channel, and applying the
-response actions (writes, no-ops, throttling, closes) in order. Handlers deliver those
-actions straight to the connection (its ``deliver``), not through a queue of the
-processor, so a response costs no forwarding hop.
+response actions (writes, no-ops, throttling, closes) in order; while a large request is
+in flight, receiving (never parsing) the next one (``network.read_ahead``). Handlers
+deliver those actions straight to the connection (its ``deliver``), not through a queue
+of the processor, so a response costs no forwarding hop.
 
 Accounting: ``busy_ns`` is the time spent on this processor's network work: the wall time
 of the work minus the time it waited for a peer (socket readiness), for the request
