@@ -421,6 +421,10 @@ def summary(cells: list[Cell], kinds: list[str], counts: list[int]) -> list[dict
             for name, cs in (("echo", echo), ("broker", mine)):
                 for metric in ("rps", "p50_us", "p99_us", "server_cpu", "client_cpu"):
                     row[f"{name}_{metric}"] = median(getattr(c, metric) for c in cs)
+                # the server's CPU per request: the distance to the echo's, as a number
+                row[f"{name}_cpu_us_per_request"] = median(
+                    c.server_cpu / c.rps * 1e6 for c in cs if c.rps > 0
+                )
             row["ratio"] = median(b.rps / e.rps for e, b in zip(echo, mine, strict=False))
             row["target"] = 0.6
             out.append(row)
@@ -439,10 +443,12 @@ def results_table(cells: list[Cell], kinds: list[str], counts: list[int]) -> str
                 r["echo_rps"],
                 r["echo_p99_us"],
                 r["echo_server_cpu"],
+                r["echo_cpu_us_per_request"],
                 r["broker_rps"],
                 r["broker_p50_us"],
                 r["broker_p99_us"],
                 r["broker_server_cpu"],
+                r["broker_cpu_us_per_request"],
                 r["broker_client_cpu"],
                 ratio,
                 met,
@@ -455,10 +461,12 @@ def results_table(cells: list[Cell], kinds: list[str], counts: list[int]) -> str
             "echo req/s",
             "echo p99 us",
             "echo CPU",
+            "echo CPU us/req",
             "broker req/s",
             "p50 us",
             "p99 us",
             "broker CPU",
+            "broker CPU us/req",
             "client CPU",
             "broker/echo",
             ">= 0.6?",

@@ -15,7 +15,10 @@ calls ``produce()`` and the delivery callback once per message). Figures per run
   mostly time queued in the client, so the paced run below is the latency that matters);
 * consume msg/s and MB/s: ``assign()`` of every partition at offset 0 (no consumer
   groups, no commits), counted from the first message (not counted) to the last one;
-* broker CPU seconds during each phase: ``/proc/<pid>/stat`` of the broker process.
+* broker CPU seconds during each phase: ``/proc/<pid>/stat`` of the broker process; per
+  Produce request (the producer's own count of the requests it sent, from librdkafka's
+  statistics) and per MB of payload, for both brokers, so that the distance to the
+  mock's cost is a number.
 
 The reference broker is librdkafka's mock cluster (``bench/mock_cluster.py``: the C mock
 broker inside the confluent-kafka wheel, reached through ctypes, in its own process so its
@@ -59,6 +62,7 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
+import json
 import math
 import os
 import sys
@@ -101,6 +105,12 @@ class Phase:
     p99_ms: float = float("nan")
     broker_cpu_s: float = 0.0
     client_cpu_s: float = 0.0
+    # Produce requests the client sent in the phase (librdkafka's statistics), and the
+    # broker's CPU per request and per MB of payload: the distance to the reference's
+    # cost as a number, not only as a rate.
+    requests: int = 0
+    broker_cpu_us_per_request: float = float("nan")
+    broker_cpu_us_per_mb: float = float("nan")
     errors: int = 0
     complete: bool = True
 
@@ -164,7 +174,24 @@ def _client_cpu() -> float:
     return t.user + t.system
 
 
-def _producer(target: Target, acks: str, linger_ms: float | None) -> Producer:
+_STATS_MS = 100  # librdkafka statistics interval: the Produce request count comes from it
+
+
+class _ProduceRequests:
+    """The Produce requests a producer has sent, from its latest statistics (``req``
+    counts per request type, summed over its broker connections)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, stats_json: str) -> None:
+        brokers = json.loads(stats_json).get("brokers", {})
+        self.count = sum(b.get("req", {}).get("Produce", 0) for b in brokers.values())
+
+
+def _producer(
+    target: Target, acks: str, linger_ms: float | None, stats: _ProduceRequests | None = None
+) -> Producer:
     conf: dict[str, Any] = {
         "bootstrap.servers": target.bootstrap,
         "acks": acks,
@@ -173,7 +200,18 @@ def _producer(target: Target, acks: str, linger_ms: float | None) -> Producer:
     }
     if linger_ms is not None:
         conf["linger.ms"] = linger_ms
+    if stats is not None:
+        conf["statistics.interval.ms"] = _STATS_MS
+        conf["stats_cb"] = stats
     return Producer(conf)
+
+
+def _per_unit(phase: Phase, payload_bytes: int) -> None:
+    """Fill in the broker's CPU per request and per MB of payload."""
+    if phase.requests > 0:
+        phase.broker_cpu_us_per_request = phase.broker_cpu_s * 1e6 / phase.requests
+    if payload_bytes > 0:
+        phase.broker_cpu_us_per_mb = phase.broker_cpu_s * 1e6 / (payload_bytes / 1e6)
 
 
 def _warm_up(producer: Producer, topic: str) -> None:
@@ -194,8 +232,11 @@ def produce_phase(
     rate: float | None = None,
 ) -> Phase:
     """Produce ``count`` messages (fewer if ``max_seconds`` runs out), optionally paced."""
-    producer = _producer(target, acks, linger_ms)
+    stats = _ProduceRequests()
+    producer = _producer(target, acks, linger_ms, stats)
     _warm_up(producer, topic)
+    producer.poll(2 * _STATS_MS / 1000)  # statistics taken after the warm-up
+    requests0 = stats.count
     latencies: list[float] = []
     errors = 0
 
@@ -237,14 +278,19 @@ def produce_phase(
         poll(0)
     left = producer.flush(max(1.0, deadline - time.perf_counter() + 30))
     elapsed = time.perf_counter() - start
+    broker_cpu_s = cpu_seconds(target.pid) - cpu0
+    client_cpu_s = _client_cpu() - ccpu0
+    producer.poll(2 * _STATS_MS / 1000)  # statistics taken after the last request
     phase = Phase(
         messages=len(latencies),
         seconds=elapsed,
-        broker_cpu_s=cpu_seconds(target.pid) - cpu0,
-        client_cpu_s=_client_cpu() - ccpu0,
+        broker_cpu_s=broker_cpu_s,
+        client_cpu_s=client_cpu_s,
+        requests=stats.count - requests0,
         errors=errors,
         complete=left == 0 and errors == 0 and sent == count,
     )
+    _per_unit(phase, phase.messages * size)
     phase.msg_per_s = phase.messages / elapsed
     phase.mb_per_s = phase.messages * size / elapsed / 1e6
     phase.p50_ms = percentile(latencies, 50) * 1000
@@ -352,6 +398,7 @@ def consume_phase(
         errors=errors,
         complete=got >= count * passes,
     )
+    _per_unit(phase, got * size)
     if elapsed > 0:
         phase.msg_per_s = timed / elapsed
         phase.mb_per_s = timed * size / elapsed / 1e6
@@ -620,7 +667,17 @@ def summary(runs: list[Run]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"size": size, "acks": acks}
         mine = _runs_of(runs, size, acks, "ours")
         theirs = _runs_of(runs, size, acks, "mock")
-        metrics = ("msg_per_s", "mb_per_s", "p50_ms", "p99_ms", "broker_cpu_s", "client_cpu_s")
+        metrics = (
+            "msg_per_s",
+            "mb_per_s",
+            "p50_ms",
+            "p99_ms",
+            "broker_cpu_s",
+            "client_cpu_s",
+            "requests",
+            "broker_cpu_us_per_request",
+            "broker_cpu_us_per_mb",
+        )
         for name, rs in (("ours", mine), ("mock", theirs)):
             for ph in ("produce", "consume"):
                 for metric in metrics:
@@ -631,6 +688,12 @@ def summary(runs: list[Run]) -> list[dict[str, Any]]:
                 getattr(a, ph).mb_per_s / getattr(b, ph).mb_per_s
                 for a, b in zip(mine, theirs, strict=False)
                 if getattr(b, ph).mb_per_s > 0
+            )
+        for ph in ("produce", "consume"):
+            row[f"ratio_{ph}_cpu_per_mb"] = median(
+                getattr(a, ph).broker_cpu_us_per_mb / getattr(b, ph).broker_cpu_us_per_mb
+                for a, b in zip(mine, theirs, strict=False)
+                if getattr(b, ph).broker_cpu_us_per_mb > 0
             )
         row["ratio_produce_p99"] = median(
             a.produce.p99_ms / b.produce.p99_ms
@@ -666,9 +729,13 @@ def results_table(runs: list[Run]) -> str:
                     m("produce", "p99_ms"),
                     m("produce", "broker_cpu_s"),
                     m("produce", "client_cpu_s"),
+                    m("produce", "requests"),
+                    m("produce", "broker_cpu_us_per_request"),
+                    m("produce", "broker_cpu_us_per_mb"),
                     m("consume", "msg_per_s"),
                     m("consume", "mb_per_s"),
                     m("consume", "broker_cpu_s"),
+                    m("consume", "broker_cpu_us_per_mb"),
                     "yes" if all(r.produce.complete and r.consume.complete for r in rs) else "NO",
                 ]
             )
@@ -684,9 +751,13 @@ def results_table(runs: list[Run]) -> str:
             "p99 ms",
             "broker CPU s",
             "client CPU s",
+            "prod requests",
+            "broker CPU us/req",
+            "broker CPU us/MB",
             "cons msg/s",
             "cons MB/s",
             "broker CPU s (cons)",
+            "broker CPU us/MB (cons)",
             "complete",
         ],
         rows,
@@ -705,12 +776,24 @@ def ratio_table(runs: list[Run]) -> str:
                 pr,
                 cr,
                 row["ratio_produce_p99"],
+                row["ratio_produce_cpu_per_mb"],
+                row["ratio_consume_cpu_per_mb"],
                 f">= {target}",
                 _verdict(pr, target) + " / " + _verdict(cr, target),
             ]
         )
     return "Ratio ours/mock (median of the per-pair ratios)\n\n" + table(
-        ["size", "acks", "produce MB/s", "consume MB/s", "p99 (full speed)", "target", "met?"],
+        [
+            "size",
+            "acks",
+            "produce MB/s",
+            "consume MB/s",
+            "p99 (full speed)",
+            "broker CPU/MB prod",
+            "broker CPU/MB cons",
+            "target",
+            "met?",
+        ],
         rows,
     )
 

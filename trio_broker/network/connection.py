@@ -99,6 +99,12 @@ class Connection:
         self.read_scope: trio.CancelScope | None = None  # a read in progress
         self.in_flight: Request | None = None
         self.reserved = 0  # memory-pool bytes held for the frame being read
+        # Reading the next request while this one is in flight (network.read_ahead): a
+        # large frame's own buffer and the bytes in it, the wait an action cuts short,
+        # and whether the stream ended meanwhile.
+        self.partial: tuple[bytearray, int] | None = None
+        self.ahead_scope: trio.CancelScope | None = None
+        self.ahead_stopped = False
 
     @property
     def remote_str(self) -> str:
@@ -116,6 +122,8 @@ class Connection:
             release_action(action)
         else:
             self.mailbox.put(action)
+            if self.ahead_scope is not None:  # reading ahead: take the action up now
+                self.ahead_scope.cancel()
 
     def close(self, reason: str) -> None:
         """Close at once (from another task): in-flight work is abandoned."""

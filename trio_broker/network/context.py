@@ -57,6 +57,10 @@ class RequestSender(Protocol):
 
     async def send(self, request: Request) -> None: ...
 
+    def try_send(self, request: Request) -> bool:
+        """Queue ``request`` if the channel has room now (no checkpoint); False if full."""
+        ...
+
 
 class ConnectionEvents(Protocol):
     """What the processors of a listener report about their connections."""

@@ -14,6 +14,10 @@ import enum
 
 
 class MuteState(enum.Enum):
+    # Identity hashing in C (members are singletons, compared by identity): Enum's own
+    # __hash__ is Python code, and the table below is looked up four times per request.
+    __hash__ = object.__hash__
+
     NOT_MUTED = "NOT_MUTED"
     MUTED = "MUTED"
     MUTED_AND_RESPONSE_PENDING = "MUTED_AND_RESPONSE_PENDING"
@@ -22,6 +26,8 @@ class MuteState(enum.Enum):
 
 
 class MuteEvent(enum.Enum):
+    __hash__ = object.__hash__  # as MuteState's
+
     MUTE = "mute"
     UNMUTE = "unmute"
     REQUEST_RECEIVED = "request_received"

@@ -7,9 +7,10 @@ of the listener's connection nursery. Serving a connection is the processor's ne
 work, all of it here: the TLS handshake, framing (reading whole frames under the idle and
 request-read clocks and the memory pool), parsing, SASL's admission of each request, the
 mute transitions, sending the request into the plane's request channel, and applying the
-response actions (writes, no-ops, throttling, closes) in order. Handlers deliver those
-actions straight to the connection (its ``deliver``), not through a queue of the
-processor, so a response costs no forwarding hop.
+response actions (writes, no-ops, throttling, closes) in order; while a large request is
+in flight, receiving (never parsing) the next one (``network.read_ahead``). Handlers
+deliver those actions straight to the connection (its ``deliver``), not through a queue
+of the processor, so a response costs no forwarding hop.
 
 Accounting: ``busy_ns`` is the time spent on this processor's network work: the wall time
 of the work minus the time it waited for a peer (socket readiness), for the request
@@ -44,6 +45,7 @@ from .authentication import Outcome, SaslDriver, SaslIo
 from .connection import Connection, release_action
 from .context import ListenerContext
 from .mute import MuteEvent, MuteState, transition
+from .read_ahead import DIRECT_READ, read_ahead, read_ahead_want
 from .request import (
     CloseConnectionResponse,
     EndThrottling,
@@ -54,14 +56,18 @@ from .request import (
     SendResponse,
     StartThrottling,
 )
-from .send import SocketTransport, WaitClock, receive_into, receive_some, send_parts
+from .send import (
+    SocketTransport,
+    WaitClock,
+    receive_into,
+    receive_now,
+    receive_some,
+    send_parts,
+)
 from .tls import tls_handshake
 
 NEW_CONNECTION_QUEUE = 20
 _RECEIVE_SIZE = 65536
-# Frames this large are read into their own buffer instead of through the frame
-# decoder's buffer (which would copy them twice more).
-_DIRECT_READ = 128 * 1024
 _API_VERSIONS = 18
 
 
@@ -286,8 +292,15 @@ class Processor:
             conn.mute_state = transition(conn.mute_state, MuteEvent.REQUEST_RECEIVED)
             conn.in_flight = request
             meter.stop()
-            await requests.send(request)
+            if not requests.try_send(request):
+                await requests.send(request)  # the channel is full: wait for room
+            pool = ctx.memory_pool
             while conn.mute_state is not MuteState.NOT_MUTED:
+                if sasl is None and not len(conn.mailbox):
+                    want = read_ahead_want(conn, pool)
+                    if want:
+                        await read_ahead(conn, want, meter.clock)
+                        continue
                 action = await conn.mailbox.get()
                 meter.start()
                 action.request.times.response_dequeue_ns = time.monotonic_ns()
@@ -309,9 +322,15 @@ class Processor:
         """
         framer = conn.framer
         clock = meter.clock
-        # Bytes of the next request already buffered (pipelined) count from now: the
-        # connection did not read while its previous request was in flight.
-        started = trio.current_time() if framer.buffered else None
+        # Bytes of the next request already buffered (pipelined, or read ahead while the
+        # previous request was in flight) count from now.
+        started = trio.current_time() if framer.buffered or conn.partial else None
+        if conn.partial is not None:  # a large frame begun while muted: finish it
+            partial, have = conn.partial
+            conn.partial = None
+            return await self._read_direct(
+                conn, clock, len(partial), idle_ns, started, partial, have
+            )
         while True:
             if not conn.reserved:
                 size = framer.frame_size()
@@ -331,18 +350,21 @@ class Processor:
             size = framer.frame_size()
             if (
                 size is not None
-                and size >= _DIRECT_READ
+                and size >= DIRECT_READ
                 and isinstance(conn.stream, trio.SocketStream)
             ):
                 return await self._read_direct(conn, clock, size, idle_ns, started)
-            with trio.CancelScope() as scope:
-                conn.read_scope = scope
-                scope.deadline = self._read_deadline(idle_ns, started)
-                data = await receive_some(conn.stream, max(_RECEIVE_SIZE, framer.wanted()), clock)
-            conn.read_scope = None
-            if scope.cancelled_caught:
-                self._read_timed_out(conn, started, framer.buffered)
-                return None
+            want = max(_RECEIVE_SIZE, framer.wanted())
+            data: bytes | bytearray | None = receive_now(conn.stream, want)
+            if data is None:  # nothing there yet: wait, under the read deadlines
+                with trio.CancelScope() as scope:
+                    conn.read_scope = scope
+                    scope.deadline = self._read_deadline(idle_ns, started)
+                    data = await receive_some(conn.stream, want, clock)
+                conn.read_scope = None
+                if scope.cancelled_caught:
+                    self._read_timed_out(conn, started, framer.buffered)
+                    return None
             if not data:
                 framer.receive_eof()
                 conn.close_reason = "closed by client"
@@ -374,10 +396,19 @@ class Processor:
             self.context.events.connection_reaped(conn)
 
     async def _read_direct(
-        self, conn: Connection, clock: WaitClock, size: int, idle_ns: int, started: float | None
+        self,
+        conn: Connection,
+        clock: WaitClock,
+        size: int,
+        idle_ns: int,
+        started: float | None,
+        frame: bytearray | None = None,
+        have: int = 0,
     ) -> bytearray | None:
-        """Read a large frame straight into its own buffer (one copy, from the kernel)."""
-        frame, have = conn.framer.take_frame_start(size)
+        """Read a large frame straight into its own buffer (one copy, from the kernel),
+        or finish ``frame`` when it already holds ``have`` bytes."""
+        if frame is None:
+            frame, have = conn.framer.take_frame_start(size)
         view = memoryview(frame)
         assert isinstance(conn.stream, trio.SocketStream)
         sock = conn.stream.socket

@@ -1,8 +1,8 @@
 """Moving bytes between a connection and its socket: reads, and responses written without
 copying record data.
 
-Owns: ``receive_some`` and ``send_parts``, ``WaitClock`` and ``SocketTransport``. On a
-plain TCP socket both go straight to the
+Owns: ``receive_some``, ``receive_now`` and ``send_parts``, ``WaitClock`` and
+``SocketTransport``. On a plain TCP socket reads and writes go straight to the
 non-blocking descriptor first (``read``, ``writev``) and wait for readiness only when the
 socket has nothing to give or no room to take; buffers go out in one gather write (the
 header bytes and the producer's or segment's memoryviews) and file regions with
@@ -74,6 +74,19 @@ async def receive_some(
             return os.read(fd, max_bytes)
         except BlockingIOError:
             await _wait_readable(sock, clock)
+
+
+def receive_now(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes | None:
+    """What a plain TCP socket has ready now (b"": end of stream), without waiting; None
+    when it has nothing yet, or when the stream is not a plain socket (then the caller
+    waits through ``receive_some``). Lets a caller set up its wait (a cancel scope with
+    the read deadlines) only when there is something to wait for."""
+    if not isinstance(stream, trio.SocketStream):
+        return None
+    try:
+        return os.read(stream.socket.fileno(), max_bytes)
+    except BlockingIOError:
+        return None
 
 
 async def receive_into(

@@ -51,6 +51,15 @@ class RequestChannel:
     async def send(self, request: Request) -> None:
         await self._tx.send(request)
 
+    def try_send(self, request: Request) -> bool:
+        """Queue ``request`` if there is room now: no checkpoint, so the connection task
+        goes straight on to wait for its response instead of yielding once more."""
+        try:
+            self._tx.send_nowait(request)
+        except trio.WouldBlock:
+            return False
+        return True
+
     @property
     def size(self) -> int:
         return self._tx.statistics().current_buffer_used

@@ -108,12 +108,20 @@ class HandlerPool:
         try:
             while not h.stop_requested:
                 request: Request | None = None
-                with trio.CancelScope() as h.idle_scope:
-                    try:
-                        request = await rx.receive()
-                    except trio.EndOfChannel:
-                        return
-                h.idle_scope = None
+                try:
+                    # Drain what is queued before sleeping: a request already waiting is
+                    # taken without a checkpoint (``receive`` would yield to the scheduler
+                    # once per request); only an empty channel parks the handler.
+                    request = rx.receive_nowait()
+                except trio.WouldBlock:
+                    with trio.CancelScope() as h.idle_scope:
+                        try:
+                            request = await rx.receive()
+                        except trio.EndOfChannel:
+                            return
+                    h.idle_scope = None
+                except trio.EndOfChannel:
+                    return
                 if request is None:
                     continue
                 start = time.monotonic_ns()

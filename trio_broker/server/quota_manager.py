@@ -20,12 +20,16 @@ network time, as a percentage of one thread; the broker's capacity is
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .quotas import EntityType, QuotaEntity, QuotaStore
+from .quotas import EntityType, QuotaEntity, QuotaStore, Values
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+
+# Most (kind, user, client id) lookups remembered between quota changes; past it the
+# cache starts again (clients with ever-new ids must not grow it without bound).
+_LOOKUPS_CACHED = 4096
 
 
 class SampledRate:
@@ -101,6 +105,18 @@ def _sensor_tags(entity: QuotaEntity, user: str, client_id: str) -> tuple[str | 
     return user_tag, client_tag
 
 
+def _lookup(
+    quotas: Mapping[QuotaEntity, Values], kind: str, user: str, client_id: str
+) -> QuotaMatch | None:
+    """Kafka's precedence walk over one snapshot of the store."""
+    for entity in candidate_entities(user, client_id):
+        values = quotas.get(entity)
+        if values is not None and kind in values:
+            u, c = _sensor_tags(entity, user, client_id)
+            return QuotaMatch(entity, float(values[kind]), (kind, u, c))
+    return None
+
+
 class QuotaManager:
     def __init__(
         self,
@@ -116,15 +132,29 @@ class QuotaManager:
         self.clock = clock
         self._sensors: dict[tuple[str, str | None, str | None], SampledRate] = {}
         self.throttled = {PRODUCE: 0, FETCH: 0, REQUEST: 0}
+        # Lookups of quota_for, valid while the store's snapshot is the one they read:
+        # every request of a client asks the same question two or three times, and the
+        # eight-entity precedence walk cost 16% of a one-record Produce's CPU.
+        self._lookups: dict[tuple[str, str, str], QuotaMatch | None] = {}
+        self._lookups_of: Mapping[QuotaEntity, Values] | None = None
 
     def quota_for(self, kind: str, user: str, client_id: str) -> QuotaMatch | None:
         """The quota of ``kind`` that applies to (user, client id), if any."""
-        for entity in candidate_entities(user, client_id):
-            values = self.store.get(entity)
-            if values is not None and kind in values:
-                u, c = _sensor_tags(entity, user, client_id)
-                return QuotaMatch(entity, float(values[kind]), (kind, u, c))
-        return None
+        quotas = self.store.snapshot
+        if not quotas:
+            return None
+        if quotas is not self._lookups_of:
+            self._lookups.clear()
+            self._lookups_of = quotas
+        key = (kind, user, client_id)
+        try:
+            return self._lookups[key]
+        except KeyError:
+            pass
+        if len(self._lookups) >= _LOOKUPS_CACHED:
+            self._lookups.clear()
+        match = self._lookups[key] = _lookup(quotas, kind, user, client_id)
+        return match
 
     def _sensor(self, key: tuple[str, str | None, str | None]) -> SampledRate:
         sensor = self._sensors.get(key)

@@ -170,6 +170,12 @@ class QuotaStore:
     def get(self, entity: QuotaEntity) -> Values | None:
         return self._quotas.get(entity)
 
+    @property
+    def snapshot(self) -> Mapping[QuotaEntity, Values]:
+        """Every stored quota as one immutable mapping; a change replaces it with a new
+        one, so ``is`` tells a reader (the quota manager's lookup cache) that it changed."""
+        return self._quotas
+
     def entries(self) -> list[tuple[QuotaEntity, Values]]:
         """Every entity with its values, default entities first, then by name."""
         return sorted(self._quotas.items(), key=lambda item: item[0].sort_key())
