@@ -73,15 +73,11 @@ class ZkBrokerConfigs:
         await self.broker.keep_config(new, changed)
 
     async def _publish(self, entity: str, settings: Mapping[str, str]) -> None:
-        path, data = layout.broker_config_path(entity), layout.config_data(settings)
-        if not await self.session.create(path, data, makepath=True):
-            await self.session.set(path, data, -1)  # the last writer wins, as Kafka's
-        await self.changes.announce(self.kind, entity)
+        await self.changes.publish(self.kind, entity, settings)
         log.info("broker config %s now %s (in ZooKeeper)", entity, sorted(settings))
 
     async def _read(self, entity: str) -> dict[str, str] | None:
-        found = await self.session.get(layout.broker_config_path(entity))
-        return layout.config_of(found[0]) if found is not None else None
+        return await self.changes.read(self.kind, entity)
 
     # ------------------------------------------------------------ following
 

@@ -31,7 +31,6 @@ import trio
 
 from ...protocol.errors import ErrorCode
 from ..quotas import QUOTA_KEYS, EntityType, QuotaEntity, QuotaError, QuotaStore, check_value
-from . import layout
 from .config_changes import ZkConfigChanges
 from .session import ZkSession
 from .user_credentials import CONFIG_USERS, sanitize
@@ -75,10 +74,6 @@ def entity_of(kind: str, name: str) -> QuotaEntity:
             {EntityType.USER: _unname(first), EntityType.CLIENT_ID: _unname(client)}
         )
     return QuotaEntity.of({EntityType.USER: _unname(first)})
-
-
-def _text(value: float | int) -> str:
-    return str(value)
 
 
 def _number(text: str) -> float | int:
@@ -129,7 +124,7 @@ class ZkClientQuotas:
             if value is None:
                 configs.pop(key, None)
             else:
-                configs[key] = _text(value)
+                configs[key] = str(value)
         await self._write(quota_entity, configs)
         await trio.to_thread.run_sync(self.store.alter, quota_entity, clean)
         log.info("quotas of %s now %s (in ZooKeeper)", quota_entity, self._quotas_in(configs))
@@ -140,14 +135,10 @@ class ZkClientQuotas:
         return f"/config/{kind}/{name}"
 
     async def _read(self, entity: QuotaEntity) -> dict[str, str] | None:
-        found = await self.session.get(self._path(entity))
-        return layout.config_of(found[0]) if found is not None else None
+        return await self.changes.read(*entity_path(entity))
 
     async def _write(self, entity: QuotaEntity, configs: Mapping[str, str]) -> None:
-        path, data = self._path(entity), layout.config_data(configs)
-        if not await self.session.create(path, data, makepath=True):
-            await self.session.set(path, data, -1)  # the last writer wins, as Kafka's
-        await self.changes.announce(*entity_path(entity))
+        await self.changes.publish(*entity_path(entity), configs)
 
     def _quotas_in(self, configs: Mapping[str, str]) -> dict[str, float | int]:
         return {k: _number(v) for k, v in configs.items() if k in QUOTA_KEYS}
@@ -175,7 +166,7 @@ class ZkClientQuotas:
         if not has_quotas and local:  # quotas from before ZooKeeper had any: kept
             for entity, values in local:
                 configs = await self._read(entity) or {}
-                configs.update({k: _text(v) for k, v in values.items()})
+                configs.update({k: str(v) for k, v in values.items()})
                 await self._write(entity, configs)
             return
         for entity in set(in_zk) | {e for e, _ in local}:

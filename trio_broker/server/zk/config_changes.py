@@ -4,8 +4,9 @@ Owns: ``ZkConfigChanges``, what a ZooKeeper-era Kafka broker's ``ZkConfigManager
 for the config entities this broker follows (``EntityConfigs``: topics, brokers, users'
 credentials and quotas, clients' quotas):
 
-- whoever changes an entity's config node announces it with a sequential
-  ``/config/changes/config_change_`` node naming ``<kind>/<name>`` (``announce``);
+- whoever changes an entity's config node ``/config/<kind>/<name>`` writes it and announces
+  it with a sequential ``/config/changes/config_change_`` node naming ``<kind>/<name>``
+  (``publish``; ``read`` reads one back);
 - every broker watches ``/config/changes``: for each announcement after the last it has
   seen, the entity kind's ``changed(name)`` reads that node again and puts it in force;
 - at start and after a new ZooKeeper session (announcements may have come and gone
@@ -21,11 +22,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
 import trio
 
+from . import layout
 from .session import ZkSession
 
 log = logging.getLogger("trio_broker.server")
@@ -61,6 +63,19 @@ class ZkConfigChanges:
 
     def follow(self, entities: EntityConfigs) -> None:
         self.kinds.setdefault(entities.kind, []).append(entities)
+
+    async def read(self, kind: str, name: str) -> dict[str, str] | None:
+        """The settings of ``/config/<kind>/<name>`` (None: there is no such node)."""
+        found = await self.session.get(f"/config/{kind}/{name}")
+        return layout.config_of(found[0]) if found is not None else None
+
+    async def publish(self, kind: str, name: str, configs: Mapping[str, str]) -> None:
+        """Write ``/config/<kind>/<name>`` (the last writer wins, as Kafka's) and
+        announce it."""
+        path, data = f"/config/{kind}/{name}", layout.config_data(configs)
+        if not await self.session.create(path, data, makepath=True):
+            await self.session.set(path, data, -1)
+        await self.announce(kind, name)
 
     async def announce(self, kind: str, name: str) -> None:
         """Tell every broker that the config node of ``kind/name`` changed."""

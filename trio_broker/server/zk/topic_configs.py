@@ -50,8 +50,7 @@ class ZkTopicConfigs:
         if there is no such topic)."""
         if await self.session.get(layout.topic_path(name)) is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
-        found = await self.session.get(layout.topic_config_path(name))
-        return layout.config_of(found[0]) if found is not None else {}
+        return await self.changes.read(self.kind, name) or {}
 
     def overrides(self, name: str) -> Mapping[str, str] | None:
         """What this broker knows of the topic's overrides (for DescribeConfigs)."""
@@ -69,11 +68,7 @@ class ZkTopicConfigs:
         await self.current_overrides(name)  # the topic exists
         if validate_only:
             return
-        path = layout.topic_config_path(name)
-        data = layout.config_data(clean)
-        if not await self.session.create(path, data, makepath=True):
-            await self.session.set(path, data, -1)  # the last writer wins, as Kafka's
-        await self.announce(name)
+        await self.changes.publish(self.kind, name, clean)
         await self._apply(name, clean)
         log.info("topic %s configs now %s (in ZooKeeper)", name, clean)
 
@@ -91,8 +86,7 @@ class ZkTopicConfigs:
             await self.local.set_configs(name, configs, validate_only=False)
 
     async def _read(self, name: str) -> dict[str, str] | None:
-        found = await self.session.get(layout.topic_config_path(name))
-        return layout.config_of(found[0]) if found is not None else None
+        return await self.changes.read(self.kind, name)
 
     # ------------------------------------------------------------ following
 

@@ -33,7 +33,6 @@ import trio
 
 from ...security.scram import MECHANISMS, ScramCredential
 from ..scram_store import ScramStore
-from . import layout
 from .config_changes import ZkConfigChanges
 from .session import ZkSession
 
@@ -110,14 +109,10 @@ class ZkScramCredentials:
             log.info("SCRAM credential %s of user %r deleted (in ZooKeeper)", mechanism, user)
 
     async def _read(self, user: str) -> dict[str, str] | None:
-        found = await self.session.get(user_path(user))
-        return layout.config_of(found[0]) if found is not None else None
+        return await self.changes.read(self.kind, sanitize(user))
 
     async def _write(self, user: str, configs: Mapping[str, str]) -> None:
-        path, data = user_path(user), layout.config_data(configs)
-        if not await self.session.create(path, data, makepath=True):
-            await self.session.set(path, data, -1)  # the last writer wins, as Kafka's
-        await self.changes.announce(self.kind, sanitize(user))
+        await self.changes.publish(self.kind, sanitize(user), configs)
 
     # ------------------------------------------------------------ following
 
