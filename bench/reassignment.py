@@ -124,9 +124,7 @@ def drill(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     controller = cluster.controller()
     c = max(i for i in cluster.brokers if i != controller)
     a, b = sorted(i for i in cluster.brokers if i != c)
-    cluster.admin().create_topics([NewTopic(TOPIC, 1, replica_assignment=[[a, b]])])[TOPIC].result(
-        30
-    )
+    cluster.create_topics([NewTopic(TOPIC, 1, replica_assignment=[[a, b]])])
     until(
         "the topic's replicas in sync",
         lambda: len((cluster.state(TOPIC) or {"isr": []})["isr"]) == 2,

@@ -141,14 +141,12 @@ def _rewind(consumer: Any) -> None:
 # ----------------------------------------------------------------- the drill
 
 
-def fill(bootstrap: str, records: int, replicas: int) -> None:
+def fill(target: OneBroker | ThreeBrokers, records: int) -> None:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [NewTopic(t, PARTITIONS, replicas) for t in ("in", "out")]
-    for f in admin.create_topics(topics).values():
-        f.result(30)
+    target.create_topics([NewTopic(t, PARTITIONS, target.replicas) for t in ("in", "out")])
+    bootstrap = target.bootstrap()
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     for i in range(records):
         p.produce("in", value=b"%07d" % i, partition=i % PARTITIONS)
@@ -235,6 +233,13 @@ class OneBroker:
     def bootstrap(self) -> str:
         return self.broker.bootstrap
 
+    def create_topics(self, topics: list[Any]) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap()})  # alive until answered
+        for f in admin.create_topics(topics).values():
+            f.result(30)
+
     def disrupt(self, turn: int, rng: random.Random) -> bool:
         """Called while the app works, at each restart point: nothing on one broker."""
         return False
@@ -276,6 +281,9 @@ class ThreeBrokers:
 
     def bootstrap(self) -> str:
         return self.cluster.bootstrap()
+
+    def create_topics(self, topics: list[Any]) -> None:
+        self.cluster.create_topics(topics)
 
     def disrupt(self, turn: int, rng: random.Random) -> bool:
         state = self.cluster.state("__transaction_state")
@@ -320,7 +328,7 @@ class ThreeBrokers:
 def drill(target: OneBroker | ThreeBrokers, args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     began = time.monotonic()
-    fill(target.bootstrap(), args.records, target.replicas)
+    fill(target, args.records)
     restarts = killed = 0
     progress: list[int] = []
     for k in range(1, args.kills + 1):
