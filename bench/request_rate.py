@@ -14,6 +14,16 @@ what Python and Trio can do with no broker logic at all. Both servers get the sa
 bytes from the same client, alternately (echo, broker, echo, broker...) per cell, and the
 ratio broker/echo is the median of the per-pair ratios. The issue's target is >= 0.6.
 
+Between the two, the **skeleton** (``--serve-skeleton``, also its own process): the
+broker's request path with no Kafka in it. A connection task puts each frame on one
+bounded request channel and waits on its own mailbox before it reads the next; handler
+tasks answer with the echo's 6 bytes, after an empty job on the broker's own ``IoPool``
+for a Produce. So skeleton/echo is what the design's hand-offs (two per request, plus the
+io hop for storage) leave of the echo's rate before the broker parses, validates, stores
+or counts anything: the most the broker could reach. It uses Trio's own stream calls,
+where the broker reads and writes the descriptor directly when it can, so the skeleton's
+figure is, if anything, a little low.
+
 The client: one process (this one), separate from the servers, with non-blocking sockets
 on an epoll selector and request frames encoded once in advance (only the bytes are sent
 again; the correlation id does not change). Threads would contend for the GIL and a Trio
@@ -74,7 +84,7 @@ from trio_broker.protocol.messages.topics import CreateTopicsRequest
 from trio_broker.protocol.primitives import join_parts
 from trio_broker.records.builder import Record, build_batch
 
-TITLE = "request rate: small requests, trio-broker vs a bare Trio echo server"
+TITLE = "request rate: small requests, trio-broker vs a bare Trio echo server and the skeleton"
 TOPIC = "bench-requests"
 KINDS = ("api_versions", "metadata", "produce")
 _SIZE = struct.Struct(">i")
@@ -117,8 +127,87 @@ def serve_echo() -> None:
     trio.run(main)
 
 
+# ------------------------------------------------------------ the design's floor
+
+# The broker's defaults that shape its request path: ``num.io.threads`` io threads, twice
+# as many handler tasks (``HANDLERS_PER_IO_THREAD``), ``queued.max.requests`` slots.
+SKELETON_IO_THREADS = 8
+SKELETON_QUEUE = 500
+PRODUCE_KEY = 0
+
+
+def _nothing() -> None:
+    """The skeleton's storage job: none; only the hop to an io thread and back."""
+
+
+def serve_skeleton() -> None:
+    """``--serve-skeleton``: the broker's request path with no Kafka in it, to show what
+    the design itself costs. Per connection one task reads a frame and puts it on one
+    bounded request channel, then waits for its answer on its own mailbox before reading
+    the next (one request in flight, as the broker's muting has it); handler tasks take
+    requests (draining the channel before they park, as the broker's do), hop to the
+    broker's own ``IoPool`` with an empty job for a Produce (storage work never runs on
+    the loop), and post the echo's 6-byte answer to the connection's mailbox, whose task
+    writes it. Two task hand-offs per request, plus the io hop for a Produce: what every
+    request pays in the broker before any parsing, validation, storage or metrics."""
+    import trio
+
+    from trio_broker.server.io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
+
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # as the broker sets it
+    pool = IoPool(SKELETON_IO_THREADS)
+    Mailbox = trio.MemorySendChannel[bytes]
+    requests_in, requests_out = trio.open_memory_channel[tuple[bytes, Mailbox]](SKELETON_QUEUE)
+
+    async def handler() -> None:
+        while True:
+            try:
+                frame, mailbox = requests_out.receive_nowait()
+            except trio.WouldBlock:
+                frame, mailbox = await requests_out.receive()
+            if _SIZE.unpack_from(frame, 4)[0] >> 16 == PRODUCE_KEY:
+                await pool.run(_nothing)
+            mailbox.send_nowait(b"\x00\x00\x00\x06" + frame[8:12] + b"\x00\x00")
+
+    async def connection(stream: Any) -> None:
+        mailbox, answers = trio.open_memory_channel[bytes](1)
+        buf = bytearray()
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            async with stream:
+                while True:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buf += data
+                    while len(buf) >= 4:
+                        end = 4 + _SIZE.unpack_from(buf, 0)[0]
+                        if len(buf) < end:
+                            break
+                        frame = bytes(buf[:end])
+                        del buf[:end]
+                        try:
+                            requests_in.send_nowait((frame, mailbox))
+                        except trio.WouldBlock:
+                            await requests_in.send((frame, mailbox))
+                        await stream.send_all(await answers.receive())
+
+    async def main() -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listeners[0].socket.getsockname()[1]
+        print(json.dumps({"port": port}), flush=True)
+        async with trio.open_nursery() as nursery:
+            for _ in range(SKELETON_IO_THREADS * HANDLERS_PER_IO_THREAD):
+                nursery.start_soon(handler)
+            await trio.serve_listeners(connection, listeners)
+
+    trio.run(main)
+
+
 class EchoProcess:
-    def __init__(self) -> None:
+    """The echo (or, with ``mode="--serve-skeleton"``, the skeleton) in its own process."""
+
+    def __init__(self, mode: str = "--serve-echo") -> None:
+        self.mode = mode
         self.proc: subprocess.Popen[str] | None = None
         self.address = ""
 
@@ -129,7 +218,7 @@ class EchoProcess:
 
     def __enter__(self) -> EchoProcess:
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve-echo"],
+            [sys.executable, __file__, self.mode],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             text=True,
@@ -356,6 +445,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--json", help="write the results to this file")
     p.add_argument("--serve-echo", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--serve-skeleton", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -364,26 +454,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve_echo:
         serve_echo()
         return 0
+    if args.serve_skeleton:
+        serve_skeleton()
+        return 0
     kinds = [k.strip() for k in args.kinds.split(",")]
     counts = [int(c) for c in args.connections.split(",")]
     options = {
         k: (str(v) if isinstance(v, Path) else v)
         for k, v in vars(args).items()
-        if k not in ("json", "serve_echo")
+        if k not in ("json", "serve_echo", "serve_skeleton")
     }
     print(header(TITLE, options), flush=True)
     frames = {kind: request_frame(kind)[0] for kind in kinds}
     cells: list[Cell] = []
     broker = BrokerProcess(args.broker_override, base_dir=args.data_dir)
-    with broker, EchoProcess() as echo:
+    with broker, EchoProcess() as echo, EchoProcess("--serve-skeleton") as skeleton:
         prepare_broker(broker.bootstrap)
-        log(f"trio-broker pid {broker.pid} at {broker.bootstrap}; echo pid {echo.pid}")
+        log(
+            f"trio-broker pid {broker.pid} at {broker.bootstrap}; echo pid {echo.pid}; "
+            f"skeleton pid {skeleton.pid}"
+        )
         for repeat in range(args.repeats):
             for kind in kinds:
                 for n in counts:
                     busy = wait_quiet(args.wait_quiet)
                     for name, address, pid in (
                         ("echo", echo.address, echo.pid),
+                        ("skeleton", skeleton.address, skeleton.pid),
                         ("broker", broker.bootstrap, broker.pid),
                     ):
                         profile: Profiler | contextlib.nullcontext[None] = contextlib.nullcontext()
@@ -417,8 +514,9 @@ def summary(cells: list[Cell], kinds: list[str], counts: list[int]) -> list[dict
         for n in counts:
             echo = [c for c in cells if (c.target, c.kind, c.connections) == ("echo", kind, n)]
             mine = [c for c in cells if (c.target, c.kind, c.connections) == ("broker", kind, n)]
+            floor = [c for c in cells if (c.target, c.kind, c.connections) == ("skeleton", kind, n)]
             row: dict[str, Any] = {"kind": kind, "connections": n}
-            for name, cs in (("echo", echo), ("broker", mine)):
+            for name, cs in (("echo", echo), ("skeleton", floor), ("broker", mine)):
                 for metric in ("rps", "p50_us", "p99_us", "server_cpu", "client_cpu"):
                     row[f"{name}_{metric}"] = median(getattr(c, metric) for c in cs)
                 # the server's CPU per request: the distance to the echo's, as a number
@@ -426,6 +524,8 @@ def summary(cells: list[Cell], kinds: list[str], counts: list[int]) -> list[dict
                     c.server_cpu / c.rps * 1e6 for c in cs if c.rps > 0
                 )
             row["ratio"] = median(b.rps / e.rps for e, b in zip(echo, mine, strict=False))
+            # the design's own floor against the echo: the most the broker could reach
+            row["skeleton_ratio"] = median(f.rps / e.rps for e, f in zip(echo, floor, strict=False))
             row["target"] = 0.6
             out.append(row)
     return out
@@ -444,6 +544,9 @@ def results_table(cells: list[Cell], kinds: list[str], counts: list[int]) -> str
                 r["echo_p99_us"],
                 r["echo_server_cpu"],
                 r["echo_cpu_us_per_request"],
+                r["skeleton_rps"],
+                r["skeleton_cpu_us_per_request"],
+                r["skeleton_ratio"],
                 r["broker_rps"],
                 r["broker_p50_us"],
                 r["broker_p99_us"],
@@ -462,6 +565,9 @@ def results_table(cells: list[Cell], kinds: list[str], counts: list[int]) -> str
             "echo p99 us",
             "echo CPU",
             "echo CPU us/req",
+            "skeleton req/s",
+            "skeleton CPU us/req",
+            "skeleton/echo",
             "broker req/s",
             "p50 us",
             "p99 us",

@@ -39,7 +39,9 @@ def test_request_rate(tmp_path: Path) -> None:
         *("--seconds", "0.2", "--warmup", "0.1", "--repeats", "1"),
         tmp_path=tmp_path,
     )
-    assert all(c["requests"] > 0 for c in doc["results"]["cells"])
+    cells = doc["results"]["cells"]
+    assert {c["target"] for c in cells} == {"echo", "skeleton", "broker"}
+    assert all(c["requests"] > 0 for c in cells)
 
 
 def test_codec_speed(tmp_path: Path) -> None:
