@@ -5,10 +5,12 @@ static config, with ``dynamic`` as their source. The broker runs as a user start
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import httpx
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from kafka import KafkaConsumer, KafkaProducer
 
 from ..support.brokers import BrokerProcess
@@ -84,3 +86,69 @@ def test_a_bad_stored_value_stops_start_up_naming_the_key_and_the_file(tmp_path:
     assert code == 2
     assert len(lines) == 1, lines
     assert "num.io.threads=zero" in lines[0] and "dynamic_config.json" in lines[0]
+
+
+def test_concurrent_changes_are_all_kept_and_all_answered(tmp_path: Path) -> None:
+    """Changes that arrive together (the advisor resizing a pool while an operator sets a
+    limit) each get their answer, and none undoes another: each is made on top of the
+    one before, in memory and in the stored file."""
+    data = tmp_path / "data"
+    broker = start(data)
+    try:
+        assert broker.admin_url is not None
+
+        async def together() -> list[httpx.Response]:
+            async with httpx.AsyncClient(base_url=broker.admin_url or "", timeout=30) as http:
+                calls = [http.put("/v1/pools/io", json={"size": 3})]
+                calls += [
+                    http.put("/v1/config", json={"settings": {key: value}})
+                    for key, value in CONCURRENT_CHANGES.items()
+                ]
+                return list(await asyncio.gather(*calls))
+
+        answers = asyncio.run(together())
+        assert [a.status_code for a in answers] == [200] * len(answers), [a.text for a in answers]
+        with httpx.Client(base_url=broker.admin_url, timeout=10) as http:
+            config = http.get("/v1/config").json()["config"]
+            assert http.get("/v1/pools").json()["io"]["size"] == 3
+    finally:
+        assert broker.terminate() == 0
+    expected = {"num.io.threads": "3", **CONCURRENT_CHANGES}
+    assert {k: config[k] for k in expected} == expected
+    stored = json.loads((data / "dynamic_config.json").read_text())["settings"]
+    assert stored == expected
+
+
+CONCURRENT_CHANGES = {
+    "max.connections.per.ip": "400",
+    "max.connections": "900",
+    "log.retention.ms": "3600000",
+    "log.segment.bytes": "10485760",
+    "message.max.bytes": "2000000",
+    "log.flush.interval.messages": "100000",
+}
+
+
+def test_concurrent_incremental_alter_configs_from_clients_are_all_kept(tmp_path: Path) -> None:
+    """The same through Kafka's API: several AdminClients (each its own connection) set
+    one key each on this broker at once, while a pool is resized over HTTP."""
+    data = tmp_path / "data"
+    broker = start(data)
+    try:
+        assert broker.admin_url is not None
+        admins = [AdminClient({"bootstrap.servers": broker.bootstrap}) for _ in CONCURRENT_CHANGES]
+        for admin in admins:  # connected before the race
+            admin.list_topics(timeout=30)
+        futures = []
+        for admin, (key, value) in zip(admins, CONCURRENT_CHANGES.items(), strict=True):
+            entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+            resource = ConfigResource("broker", "0", incremental_configs=[entry])
+            futures.append(admin.incremental_alter_configs([resource])[resource])
+        resized = httpx.put(f"{broker.admin_url}/v1/pools/io", json={"size": 3}, timeout=30)
+        for f in futures:
+            f.result(30)
+        assert resized.status_code == 200, resized.text
+    finally:
+        assert broker.terminate() == 0
+    stored = json.loads((data / "dynamic_config.json").read_text())["settings"]
+    assert stored == {"num.io.threads": "3", **CONCURRENT_CHANGES}

@@ -285,12 +285,13 @@ class BrokerAdminView(AclAdmin):
     async def update_config(
         self, settings: Mapping[str, str | None], *, dry_run: bool
     ) -> ConfigState:
-        try:
-            updated = plan_broker_change(self.broker.config, settings)
-        except ChangeRefused as exc:
-            raise Invalid(exc.kind.value, exc.message, key=exc.key, value=exc.value) from None
-        if not dry_run:
-            await self.broker.update_config(updated, settings)
+        async with self.broker.config_admin.lock:  # one change at a time (ConfigAdmin)
+            try:
+                updated = plan_broker_change(self.broker.config, settings)
+            except ChangeRefused as exc:
+                raise Invalid(exc.kind.value, exc.message, key=exc.key, value=exc.value) from None
+            if not dry_run:
+                await self.broker.update_config(updated, settings)
         return _config_state(updated)
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
+import trio
+
 from ..apis.services import ConfigChangeError, broker_name_problem
 from ..protocol.errors import ErrorCode
 from .config import BrokerConfig
@@ -65,6 +67,12 @@ class ConfigAdmin:
         self.config = config
         self.update_config = update_config
         self.topics = topics
+        # Broker config changes run one at a time, each planned on the config the one
+        # before it made: two at once (the advisor resizing a pool while an operator sets
+        # a limit, or a change from ZooKeeper) would each start from the same config, the
+        # second undo the first, and both write the stored file at once. Every door takes
+        # it: these APIs, the admin API, and ``ZkBrokerConfigs`` following ZooKeeper.
+        self.lock = trio.Lock()
 
     def _broker_level(self, name: str) -> bool:
         """Whether broker resource ``name`` is the cluster-wide default (else: this broker)."""
@@ -100,9 +108,10 @@ class ConfigAdmin:
         """AlterConfigs: ``configs`` become the resource's whole set of settings."""
         if resource_type == BROKER:
             level = self._broker_level(name)
-            current = self.config().level_raw(cluster_default=level)
-            dropped = {k: None for k in current if k not in configs}
-            await self._broker({**dropped, **configs}, validate_only, level)
+            async with self.lock:
+                current = self.config().level_raw(cluster_default=level)
+                dropped = {k: None for k in current if k not in configs}
+                await self._broker({**dropped, **configs}, validate_only, level)
         elif resource_type == TOPIC:
             await self.topics.current_overrides(name)  # the topic exists
             clean = {k: v for k, v in configs.items() if v is not None}
@@ -119,17 +128,18 @@ class ConfigAdmin:
         try:
             if resource_type == BROKER:
                 level = self._broker_level(name)
-                config = self.config()
-                # APPEND and SUBTRACT start from the value below this level
-                below = config.with_dynamic({}, config.default_raw) if level else config
-                effective = {n: e.text for n, e in below.describe().items()}
-                changes = incremental(
-                    config.level_raw(cluster_default=level),
-                    list(operations),
-                    topic=False,
-                    effective=effective,
-                )
-                await self._broker(changes, validate_only, level)
+                async with self.lock:
+                    config = self.config()
+                    # APPEND and SUBTRACT start from the value below this level
+                    below = config.with_dynamic({}, config.default_raw) if level else config
+                    effective = {n: e.text for n, e in below.describe().items()}
+                    changes = incremental(
+                        config.level_raw(cluster_default=level),
+                        list(operations),
+                        topic=False,
+                        effective=effective,
+                    )
+                    await self._broker(changes, validate_only, level)
             elif resource_type == TOPIC:
                 current = await self.topics.current_overrides(name)
                 effective = {

@@ -29,6 +29,8 @@ import logging
 from collections.abc import Mapping
 from typing import Protocol
 
+import trio
+
 from ..config import BrokerConfig
 from ..config_changes import ChangeRefused, plan_broker_change
 from . import layout
@@ -51,10 +53,17 @@ class RunningBroker(Protocol):
 class ZkBrokerConfigs:
     kind = "brokers"
 
-    def __init__(self, session: ZkSession, changes: ZkConfigChanges, broker: RunningBroker) -> None:
+    def __init__(
+        self,
+        session: ZkSession,
+        changes: ZkConfigChanges,
+        broker: RunningBroker,
+        lock: trio.Lock,
+    ) -> None:
         self.session = session
         self.changes = changes
         self.broker = broker
+        self.lock = lock  # the broker's one-change-at-a-time lock (``ConfigAdmin.lock``)
         self.broker_id = broker.broker_id
         changes.follow(self)
 
@@ -98,6 +107,10 @@ class ZkBrokerConfigs:
 
     async def _adopt(self, level: bool, entity: str, settings: Mapping[str, str]) -> None:
         """Put a level as ZooKeeper has it in force here, if it differs."""
+        async with self.lock:  # planned on the config the change before it made
+            await self._adopt_locked(level, entity, settings)
+
+    async def _adopt_locked(self, level: bool, entity: str, settings: Mapping[str, str]) -> None:
         config = self.broker.config
         running = config.level_raw(cluster_default=level)
         keys = set(running) | set(settings)

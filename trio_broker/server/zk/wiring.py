@@ -35,7 +35,7 @@ def join_cluster(broker: Any) -> None:
     zk.watchers.append(changes.run)
     zk_configs = ZkTopicConfigs(session, topics, changes)
     broker.config_admin.topics, zk_topics.announce = zk_configs, zk_configs.announce
-    zk_brokers = ZkBrokerConfigs(session, changes, broker)
+    zk_brokers = ZkBrokerConfigs(session, changes, broker, broker.config_admin.lock)
     broker.update_config = broker.config_admin.update_config = zk_brokers.update_config
     broker.alter_scram_credentials = ZkScramCredentials(session, changes, broker).alter
     broker.alter_client_quota = ZkClientQuotas(session, changes, broker).alter
