@@ -500,30 +500,11 @@ class LogSegment:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
 
 
-def headers_from(segments: Iterable[LogSegment], offset: int) -> Iterator[BatchHeader]:
-    """Batch headers of every batch ending at or after ``offset`` (headers only)."""
-    for seg in segments:
-        if seg.next_offset <= offset or seg.size == 0:
-            continue
-        scanner = BatchScanner(
-            seg.fd,
-            start=0,
-            end=seg.size,
-            segment_base_offset=seg.base_offset,
-            min_offset=0,
-            verify_crc=False,
-        )
-        for _, header in scanner:
-            if header.last_offset >= offset:
-                yield header
-
-
-def batches_from(
+def _scan_from(
     segments: Iterable[LogSegment], offset: int
-) -> Iterator[tuple[BatchHeader, EndTxnMarker | None, int]]:
-    """(header, transaction marker of a control batch, segment base offset) of every
-    producer's batch ending at or after ``offset``: what producer state is rebuilt from
-    (only control batches are read beyond their header)."""
+) -> Iterator[tuple[LogSegment, int, BatchHeader]]:
+    """(segment, position, header) of every batch ending at or after ``offset``, read
+    by header only (no CRC check)."""
     for seg in segments:
         if seg.next_offset <= offset or seg.size == 0:
             continue
@@ -536,9 +517,26 @@ def batches_from(
             verify_crc=False,
         )
         for position, header in scanner:
-            if header.last_offset < offset or header.producer_id < 0:
-                continue
-            marker = None
-            if header.is_control:
-                marker = read_marker(seg.read_batch(seg.fd, position, header))
-            yield header, marker, seg.base_offset
+            if header.last_offset >= offset:
+                yield seg, position, header
+
+
+def headers_from(segments: Iterable[LogSegment], offset: int) -> Iterator[BatchHeader]:
+    """Batch headers of every batch ending at or after ``offset`` (headers only)."""
+    for _, _, header in _scan_from(segments, offset):
+        yield header
+
+
+def batches_from(
+    segments: Iterable[LogSegment], offset: int
+) -> Iterator[tuple[BatchHeader, EndTxnMarker | None, int]]:
+    """(header, transaction marker of a control batch, segment base offset) of every
+    producer's batch ending at or after ``offset``: what producer state is rebuilt from
+    (only control batches are read beyond their header)."""
+    for seg, position, header in _scan_from(segments, offset):
+        if header.producer_id < 0:
+            continue
+        marker = None
+        if header.is_control:
+            marker = read_marker(seg.read_batch(seg.fd, position, header))
+        yield header, marker, seg.base_offset
