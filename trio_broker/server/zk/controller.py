@@ -533,30 +533,47 @@ class ZkController:
             )
             return
         address = f"{endpoint[0]}:{endpoint[1]}"
-        for request, version, done in requests:
-            while True:
-                try:
-                    with trio.fail_after(SEND_TIMEOUT_S):
-                        client_id = f"controller-{self.broker_id}"
-                        client = await PeerClient.connect(address, client_id, self.peers)
-                        try:
+        # One connection for the round's requests to this broker (a TLS and SASL
+        # handshake each would cost more than the requests), a new one after a failure.
+        client: PeerClient | None = None
+        try:
+            for request, version, done in requests:
+                while True:
+                    try:
+                        with trio.fail_after(SEND_TIMEOUT_S):
+                            if client is None:
+                                client_id = f"controller-{self.broker_id}"
+                                client = await PeerClient.connect(address, client_id, self.peers)
                             response = await client.request(request, version)
-                        finally:
-                            await client.aclose()
-                except (OSError, trio.BrokenResourceError, trio.TooSlowError) as exc:
-                    failed = log.error if isinstance(exc, PeerAuthenticationError) else log.warning
-                    failed("%s to broker %d: %s", type(request).__name__, broker.broker_id, exc)
-                    await trio.sleep(RETRY_S)
-                    continue
-                if getattr(response, "error_code", 0):
-                    log.warning(
-                        "broker %d refused %s: error %d",
-                        broker.broker_id,
-                        type(request).__name__,
-                        response.error_code,
-                    )
-                done()  # answered: a refusal is not sent again (its epoch is stale)
-                break
+                    except (OSError, trio.BrokenResourceError, trio.TooSlowError) as exc:
+                        if client is not None:
+                            await _close(client)
+                            client = None
+                        failed = (
+                            log.error if isinstance(exc, PeerAuthenticationError) else log.warning
+                        )
+                        failed("%s to broker %d: %s", type(request).__name__, broker.broker_id, exc)
+                        await trio.sleep(RETRY_S)
+                        continue
+                    if getattr(response, "error_code", 0):
+                        log.warning(
+                            "broker %d refused %s: error %d",
+                            broker.broker_id,
+                            type(request).__name__,
+                            response.error_code,
+                        )
+                    done()  # answered: a refusal is not sent again (its epoch is stale)
+                    break
+        finally:
+            if client is not None:
+                await _close(client)
+
+
+async def _close(client: PeerClient) -> None:
+    """Close ``client`` even while cancelled, but never wait longer than a send (a TLS
+    close waits for the peer's close_notify)."""
+    with trio.move_on_after(SEND_TIMEOUT_S, shield=True):
+        await client.aclose()
 
 
 def _drop(pending: dict[str, TopicView], names: list[str]) -> None:
