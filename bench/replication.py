@@ -81,7 +81,7 @@ from _common import (
     wait_quiet,
     write_json,
 )
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
+from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
@@ -174,23 +174,8 @@ class Cluster:
         return self._admin
 
     def create_topics(self, topics: list[NewTopic], timeout: float = 30) -> None:
-        """CreateTopics sent to the controller itself, once more on a timeout (an
-        AdminClient bootstrapped elsewhere has, now and then, not connected to the
-        controller it learned of within 30 s; see the closing notes)."""
-        for attempt in (1, 2):
-            admin = AdminClient({"bootstrap.servers": self.brokers[self.controller()].bootstrap})
-            try:
-                for f in admin.create_topics(topics).values():
-                    try:
-                        f.result(timeout)
-                    except KafkaException as exc:
-                        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS or attempt == 1:
-                            raise
-                return
-            except TimeoutError:
-                if attempt == 2:
-                    raise
-                log("CreateTopics not answered in time: asking again")
+        for f in self.admin().create_topics(topics).values():
+            f.result(timeout)
 
     def create_topic(self, name: str, rf: int, config: dict[str, str] | None = None) -> None:
         self.create_topics([NewTopic(name, 1, rf, config=config or {})])

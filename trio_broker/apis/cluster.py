@@ -2,7 +2,8 @@
 this broker's log directories, for admin clients.
 
 DescribeCluster (KIP-700) answers the brokers (their endpoints on the request's listener),
-the controller and the cluster id, as Metadata does, and on request the principal's
+the controller and the cluster id, as Metadata does (waiting as it does, in a ZooKeeper
+cluster, for the controller to have described the cluster), and on request the principal's
 authorized operations on the cluster; v1's endpoint type 2 (KRaft controllers) is
 UNSUPPORTED_ENDPOINT_TYPE, as a ZooKeeper-era or broker listener answers it.
 DescribeLogDirs (KIP-113) answers each log dir with the partitions it holds (all, or those
@@ -21,6 +22,7 @@ from ..protocol.errors import ErrorCode
 from ..protocol.schema import item_type
 from .authz import CLUSTER, NOT_REQUESTED_OPERATIONS, Op, authorized_operations, cluster_allowed
 from .context import RequestContext
+from .metadata import park_until_described
 
 _CLUSTER = spec_for(ApiKey.DescribeCluster)
 _DIRS = spec_for(ApiKey.DescribeLogDirs)
@@ -46,6 +48,12 @@ async def describe_cluster(ctx: RequestContext, req: Any) -> Any:
             cluster_id=ctx.broker.cluster_id,
             brokers=[],
         )
+    if not ctx.broker.cluster_described:
+        return park_until_described(ctx, lambda: _describe_cluster(ctx, req))
+    return await _describe_cluster(ctx, req)
+
+
+async def _describe_cluster(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     return ClusterResponse(
         throttle_time_ms=ctx.throttle_time_ms,

@@ -9,9 +9,18 @@ Authorization, as Kafka: topics the principal may not DESCRIBE are left out of a
 all-topics answer and are TOPIC_AUTHORIZATION_FAILED when named (existing or not, so
 names do not leak); creating a topic needs CREATE on the cluster or on the topic, else
 TOPIC_AUTHORIZATION_FAILED. The authorized-operations bit fields are filled in when asked.
+
+Brokers and controller are the cluster as the controller last described it to this broker
+(a broker on its own: itself). A broker of a ZooKeeper cluster that has not had the
+controller's first UpdateMetadata yet knows neither (Kafka answers no brokers and
+controller -1 then): Metadata and DescribeCluster wait for it, parked
+(``park_until_described``), ``DESCRIBED_WAIT_MS`` at most, and answer what is known then.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -26,15 +35,54 @@ from .authz import (
     authorized_operations,
     cluster_allowed,
 )
-from .context import RequestContext
+from .context import Deferred, RequestContext
 from .services import TopicError, TopicInfo
 from .topic_names import topic_name_error
 
 Topic = MetadataResponse.Topic
 Partition = MetadataResponse.Topic.Partition
 
+# What parked Metadata and DescribeCluster requests wait under, in the "metadata"
+# purgatory, for the controller's first UpdateMetadata (the control plane checks it).
+DESCRIBED = "cluster described"
+# The controller tells a broker of the cluster within moments of its registration (a
+# round trip on the control plane), and clients wait far longer for an answer (Kafka's
+# request.timeout.ms, 30 s). Past this the answer is what is known: nobody, as Kafka's.
+DESCRIBED_WAIT_MS = 5000
 
-async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+
+def park_until_described(ctx: RequestContext, answer: Callable[[], Awaitable[Any]]) -> Deferred:
+    """Answer with ``answer()`` once the controller has described the cluster to this
+    broker, or after ``DESCRIBED_WAIT_MS``.
+
+    Why wait rather than answer "nobody" at once, as Kafka does: librdkafka's admin
+    client looks for the controller again only when a broker's state or the controller
+    id changes (rdkafka_broker.c ``rd_kafka_broker_controller_async``, rdkafka_metadata.c
+    ``broker_changes``), and it connects to a broker only when something asks for it. An
+    answer that leaves the controller or its broker entry out, then one that completes it
+    with the same controller id, leaves its CreateTopics waiting until its timeout."""
+    broker = ctx.broker
+
+    async def complete(expired: bool) -> Any:
+        return await answer()
+
+    return broker.defer(
+        ctx,
+        keys=[DESCRIBED],
+        timeout_ms=DESCRIBED_WAIT_MS,
+        ready=lambda: broker.cluster_described,
+        complete=complete,
+        purgatory="metadata",
+    )
+
+
+async def handle(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse | Deferred:
+    if not ctx.broker.cluster_described:
+        return park_until_described(ctx, lambda: _answer(ctx, req))
+    return await _answer(ctx, req)
+
+
+async def _answer(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     v = ctx.api_version
     brokers = [

@@ -276,6 +276,12 @@ class BrokerView(Protocol):
     @property
     def controller_id(self) -> int: ...
 
+    @property
+    def cluster_described(self) -> bool:
+        """Whether brokers and controller are known (in a ZooKeeper cluster: once the
+        controller's first UpdateMetadata came)."""
+        ...
+
     def config_value(self, key: str) -> Any: ...
 
     def endpoints(self, listener: str) -> Sequence[BrokerEndpoint]:

@@ -237,8 +237,10 @@ class Broker:
         )
         self.metrics.set_log_cleaner(self.replica_manager.cleaner.figures)
         self.metrics.set_cluster(lambda: cluster_figures(self))
-        # Parked JoinGroup / SyncGroup requests wait here for the group coordinator.
+        # Parked JoinGroup / SyncGroup requests wait here for the group coordinator,
+        # Metadata and DescribeCluster for the controller to describe the cluster.
         self.purgatories["rebalance"] = Purgatory("rebalance")
+        self.purgatories["metadata"] = Purgatory("metadata")
         self.group_coordinator = GroupCoordinator(
             CoordinatorConfig.from_broker(config),
             LogOffsetsTopic(
@@ -260,6 +262,7 @@ class Broker:
             self.topic_admin,
             self.replica_manager,
             self.fetch_purgatory,
+            self.purgatories["metadata"],
         )
         self.fetchers = ReplicaFetchers(
             self.broker_id,
@@ -509,22 +512,24 @@ class Broker:
 
     # ----------------------------------------------------------- BrokerView
 
+    # A ZooKeeper cluster's brokers and controller are the controller's word alone, as in
+    # Kafka's metadata cache: none before its first UpdateMetadata (see apis.metadata).
     @property
     def controller_id(self) -> int:
         cache = self.cluster.cache
-        if cache.from_controller:
-            return cache.controller_id
-        return self.zk.controller_id if self.zk is not None else self.broker_id
+        return cache.controller_id if cache.from_controller or self.zk else self.broker_id
+
+    @property
+    def cluster_described(self) -> bool:
+        return self.zk is None or self.cluster.cache.from_controller
 
     def config_value(self, key: str) -> Any:
         return self.config[key]
 
     def endpoints(self, listener: str) -> Sequence[BrokerEndpoint]:
-        cache = self.cluster.cache
-        if cache.from_controller:
-            known = cache.endpoints(listener)
-            if any(e.node_id == self.broker_id for e in known):
-                return known
+        known = self.cluster.cache.endpoints(listener)  # none before an UpdateMetadata
+        if self.zk is not None or any(e.node_id == self.broker_id for e in known):
+            return known
         return [self._own_endpoint(listener)]
 
     def _own_endpoint(self, listener: str) -> BrokerEndpoint:

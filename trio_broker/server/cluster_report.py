@@ -52,7 +52,9 @@ def cluster_figures(broker: Broker) -> dict[str, Any]:
         "mode": mode,
         "cluster_id": broker.cluster_id,
         "broker_id": broker.broker_id,
-        "controller_id": broker.controller_id,
+        # ZooKeeper's /controller: what Metadata names too once the controller has told
+        # this broker, and the operator's answer before (when Metadata names none).
+        "controller_id": zk.controller_id if zk is not None else broker.controller_id,
         "active_controller": active,
         "controller_epoch": broker.cluster.controller_epoch,
         "brokers": len(cache.brokers) if cache.from_controller else 1,

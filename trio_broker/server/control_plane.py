@@ -5,9 +5,10 @@ is ``tools/controller.py``, or any ZooKeeper-era Kafka controller): a stale cont
 epoch is refused; leadership and the metadata cache change in ``ClusterState`` (saved on
 a worker thread); a partition this broker is told to hold gets its topic entry and log
 (``TopicAdmin.ensure_partition``); parked fetches of a partition it no longer leads are
-answered at once. A partition with followers gets its role in replication: as leader,
-its leader epoch begins at the log's end and ``Replication`` tracks the followers; as
-follower, ``ReplicaFetchers`` fetches it from its leader.
+answered at once, and so are Metadata requests parked for the first UpdateMetadata. A
+partition with followers gets its role in replication: as leader, its leader epoch begins
+at the log's end and ``Replication`` tracks the followers; as follower,
+``ReplicaFetchers`` fetches it from its leader.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import trio
 
+from ..apis.metadata import DESCRIBED
 from ..apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
 from ..protocol.errors import ErrorCode
 from .cluster_state import ClusterState
@@ -34,12 +36,16 @@ class ControlPlane:
         topics: TopicAdmin,
         replica_manager: ReplicaManager,
         fetch_purgatory: Purgatory,
+        metadata_purgatory: Purgatory,
     ) -> None:
+        """``metadata_purgatory``: where Metadata and DescribeCluster requests wait for
+        the first UpdateMetadata (under ``apis.metadata.DESCRIBED``)."""
         self.broker_id = broker_id
         self.cluster = cluster
         self.topics = topics
         self.replica_manager = replica_manager
         self.fetch_purgatory = fetch_purgatory
+        self.metadata_purgatory = metadata_purgatory
         self.replication = replica_manager.replication
         self.fetchers: ReplicaFetchers | None = None  # set by the broker
         # Told when this broker comes to lead, or stops leading, a partition of a
@@ -156,6 +162,7 @@ class ControlPlane:
         self.cluster.update_metadata(
             controller_id, controller_epoch, brokers, partitions, topic_ids
         )
+        self.metadata_purgatory.check(DESCRIBED)
         await trio.to_thread.run_sync(self.cluster.save)
         self._changed()
         return ErrorCode.NONE

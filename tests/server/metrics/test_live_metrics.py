@@ -104,7 +104,7 @@ async def test_snapshot_and_prometheus_carry_every_figure(run_broker) -> None:  
     }
     assert s["topics"]["by_topic"]["payments"]["failed_produce_requests"] == 1
     assert s["purgatories"]["fetch"] == {"size": 0, "completed": 0, "expired": 0}
-    assert set(s["purgatories"]) == {"fetch", "produce", "rebalance", "throttle"}
+    assert set(s["purgatories"]) == {"fetch", "metadata", "produce", "rebalance", "throttle"}
     assert s["memory_pool"] == {"capacity_bytes": -1, "available_bytes": 900, "used_bytes": 100}
     assert s["log"]["flush_time_ms"]["max"] == 2.5
 
