@@ -38,3 +38,55 @@ async def test_a_job_is_unfinished_until_its_result_reaches_the_loop() -> None:
         assert pool.unfinished == 0
     finally:
         pool.close()
+
+
+async def test_jobs_queued_behind_a_busy_pool_share_one_hop_and_keep_their_own_results() -> None:
+    pool = IoPool(1)
+    release = threading.Event()
+    results: dict[int, object] = {}
+
+    def answer(i: int) -> int:
+        if i == 2:
+            raise ValueError("the third job fails alone")
+        return i * 10
+
+    async def submit(i: int) -> None:
+        try:
+            results[i] = await pool.run(lambda: answer(i))
+        except ValueError as exc:
+            results[i] = exc
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: pool.run(lambda: release.wait(10)))  # holds the thread
+            await trio.testing.wait_all_tasks_blocked()
+            deadline = time.monotonic() + 10
+            while pool.busy == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)  # the thread takes the first jobs (a real thread)
+            for i in range(4):
+                nursery.start_soon(submit, i)
+            await trio.testing.wait_all_tasks_blocked()
+            # the first queued job is its own; the other three wait in it, not behind it
+            assert pool.joined == 3
+            assert pool.waiting == 4
+            release.set()
+        assert [results[i] for i in (0, 1, 3)] == [0, 10, 30]
+        assert isinstance(results[2], ValueError)
+        assert pool.jobs == 5  # each caller's function counts as a job
+        assert pool.unfinished == 0
+    finally:
+        pool.close()
+
+
+async def test_idle_threads_each_take_a_job_of_their_own() -> None:
+    """Jobs never wait in another's while a thread is free: two jobs that can only finish
+    together (a barrier of two) both finish."""
+    pool = IoPool(2)
+    barrier = threading.Barrier(2, timeout=10)
+    try:
+        async with trio.open_nursery() as nursery:
+            for _ in range(2):
+                nursery.start_soon(pool.run, barrier.wait)
+        assert pool.joined == 0
+    finally:
+        pool.close()
