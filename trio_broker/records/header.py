@@ -113,6 +113,25 @@ class BatchHeader:
         """Parse the header at ``position``; ``data`` must hold at least 61 bytes there."""
         return cls(*HEADER_STRUCT.unpack_from(data, position))
 
+    def restamped(self, base_offset: int, partition_leader_epoch: int) -> BatchHeader:
+        """This header with a new base offset and leader epoch (what an append assigns);
+        built directly: ``dataclasses.replace`` took twice as long, per appended batch."""
+        return BatchHeader(
+            base_offset,
+            self.batch_length,
+            partition_leader_epoch,
+            self.magic,
+            self.crc,
+            self.attributes,
+            self.last_offset_delta,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.records_count,
+        )
+
     def pack(self) -> bytes:
         return HEADER_STRUCT.pack(
             self.base_offset,

@@ -12,7 +12,7 @@ decode records or do I/O.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .header import (
     ATTRIBUTES_OFFSET,
@@ -94,13 +94,13 @@ def assign_offsets(
             )
             parts.append(memoryview(body)[LEADER_EPOCH_OFFSET + 4 :])
             h = BatchHeader.parse(body)
-        elif h.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        elif h.attributes & TIMESTAMP_TYPE_MASK:  # LogAppendTime
             body = rewrite_timestamps(data[start:end], TimestampType.CREATE_TIME, h.max_timestamp)
             parts.append(memoryview(body)[LEADER_EPOCH_OFFSET + 4 :])
             h = BatchHeader.parse(body)
         else:
             parts.append(data[start + LEADER_EPOCH_OFFSET + 4 : end])
-        h = replace(h, base_offset=offset, partition_leader_epoch=leader_epoch)
+        h = h.restamped(offset, leader_epoch)
         headers.append(h)
         if h.max_timestamp > max_ts:
             max_ts = h.max_timestamp

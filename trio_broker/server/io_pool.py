@@ -10,11 +10,11 @@ threads are busy all the time and the pool's size is the number of storage opera
 flight. A job queued when the jobs ahead of it will already keep every idle thread busy
 joins the last of them (``MAX_CALLERS_PER_JOB``): one thread runs its callers one after
 the other and hands their results back in one wake-up of the loop; each caller's function
-still counts as one job in the figures below. ``resize`` starts threads at once or retires some (each retiring thread finishes
-its job first). The threads are ours rather than ``trio.to_thread``'s cache because there a
-thread frees its slot only after the event loop has run the job's continuation: on a busy
-loop that left a thread idle between jobs for a fifth of its time (measured with a 2 ms
-storage delay and 16 producers).
+still counts as one job in the figures below. ``resize`` starts threads at once or retires
+some (each retiring thread finishes its job first). The threads are ours rather than
+``trio.to_thread``'s cache because there a thread frees its slot only after the event loop
+has run the job's continuation: on a busy loop that left a thread idle between jobs for a
+fifth of its time (measured with a 2 ms storage delay and 16 producers).
 
 It also keeps what the io signals are made of, all cumulative so a sampler can read any
 window: the threads' busy time (``busy_ns``), the thread capacity the pool offered
