@@ -59,6 +59,7 @@ class Shared:
     max_request_size: int
     idle_timeout_ns: int
     request_read_timeout_ns: int
+    receive_buffer_bytes: int = -1  # SO_RCVBUF of accepted sockets; -1: the OS's
 
 
 class ListenerRuntime:
@@ -264,6 +265,12 @@ class ListenerRuntime:
                 f"listener {self.name} cannot bind {address}: {reason}"
             ) from exc
         for lst in listeners:
+            if self.shared.receive_buffer_bytes > 0:
+                # Accepted sockets inherit the listening socket's buffer, and the window
+                # scale offered in the SYN-ACK follows it: set before any client connects.
+                lst.socket.setsockopt(
+                    trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, self.shared.receive_buffer_bytes
+                )
             addr = lst.socket.getsockname()
             self.bound.append((addr[0], addr[1]))
         try:

@@ -86,6 +86,7 @@ class SocketServer:
         api_versions: dict[str, dict[int, VersionRange]],
         idle_timeout_ms: int = 0,
         request_read_timeout_ms: int = 0,
+        receive_buffer_bytes: int = -1,
         limits: ConnectionLimits | None = None,
         queued_max_request_bytes: int = -1,
         request_observers: Iterable[Callable[[Request], None]] = (),
@@ -113,6 +114,7 @@ class SocketServer:
             max_request_size=max_request_size,
             idle_timeout_ns=idle_timeout_ms * 1_000_000,
             request_read_timeout_ns=request_read_timeout_ms * 1_000_000,
+            receive_buffer_bytes=receive_buffer_bytes,
         )
         self.listeners: dict[str, ListenerRuntime] = {}
         for spec in listeners:
