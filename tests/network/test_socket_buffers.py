@@ -1,5 +1,6 @@
-"""``socket.receive.buffer.bytes``: the SO_RCVBUF of accepted client sockets (set on the
-listening sockets, which accepted sockets inherit), or the OS's own when -1."""
+"""``socket.receive.buffer.bytes`` and ``socket.send.buffer.bytes``: the SO_RCVBUF and
+SO_SNDBUF of accepted client sockets (set on the listening sockets, which accepted sockets
+inherit), or the OS's own when -1."""
 
 from __future__ import annotations
 
@@ -10,20 +11,35 @@ import trio
 import trio.testing
 
 
-def _rcvbuf_after_setting(value: int) -> int:
-    """What the kernel reports for a socket given SO_RCVBUF ``value`` (Linux doubles it
-    and caps it at net.core.rmem_max), or for a fresh one when ``value`` is -1."""
-    with socket.socket() as sock:
+def _buffer_after_setting(option: int, value: int) -> int:
+    """What the kernel reports for an accepted socket whose listening socket was given
+    ``option`` ``value`` (Linux doubles it and caps it at net.core.rmem_max / wmem_max),
+    or none when ``value`` is -1 (an accepted socket's autotuned send buffer starts larger
+    than a fresh socket's)."""
+    with socket.socket() as listener:
         if value > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, value)
-        return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            listener.setsockopt(socket.SOL_SOCKET, option, value)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        with socket.create_connection(listener.getsockname()):
+            accepted, _ = listener.accept()
+            with accepted:
+                return accepted.getsockopt(socket.SOL_SOCKET, option)
 
 
+OPTIONS = {
+    "socket.receive.buffer.bytes": socket.SO_RCVBUF,
+    "socket.send.buffer.bytes": socket.SO_SNDBUF,
+}
+
+
+@pytest.mark.parametrize("key", sorted(OPTIONS))
 @pytest.mark.parametrize("value", [-1, 100_000])
-async def test_accepted_sockets_get_the_configured_receive_buffer(  # type: ignore[no-untyped-def]
-    run_broker, value: int
+async def test_accepted_sockets_get_the_configured_buffer(  # type: ignore[no-untyped-def]
+    run_broker, key: str, value: int
 ) -> None:
-    settings = {} if value == -1 else {"socket.receive.buffer.bytes": str(value)}
+    option = OPTIONS[key]
+    settings = {} if value == -1 else {key: str(value)}
     broker = await run_broker(settings)
     host, port = broker.bound_listeners()["PLAINTEXT"]
     client = await trio.open_tcp_stream(host, port)
@@ -31,11 +47,12 @@ async def test_accepted_sockets_get_the_configured_receive_buffer(  # type: igno
         while not broker.socket_server.all_connections():
             await trio.testing.wait_all_tasks_blocked()
         (conn,) = broker.socket_server.all_connections()
-        got = conn.stream.socket.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-    assert got == _rcvbuf_after_setting(value)
+        got = conn.stream.socket.getsockopt(socket.SOL_SOCKET, option)
+    assert got == _buffer_after_setting(option, value)
 
 
-def test_the_default_is_the_os_receive_buffer() -> None:
+def test_the_defaults_are_the_os_buffers() -> None:
     from trio_broker.server.config import load_config
 
-    assert load_config(None, [])["socket.receive.buffer.bytes"] == -1
+    config = load_config(None, [])
+    assert config["socket.receive.buffer.bytes"] == config["socket.send.buffer.bytes"] == -1

@@ -60,6 +60,7 @@ class Shared:
     idle_timeout_ns: int
     request_read_timeout_ns: int
     receive_buffer_bytes: int = -1  # SO_RCVBUF of accepted sockets; -1: the OS's
+    send_buffer_bytes: int = -1  # SO_SNDBUF of accepted sockets; -1: the OS's
 
 
 class ListenerRuntime:
@@ -265,12 +266,15 @@ class ListenerRuntime:
                 f"listener {self.name} cannot bind {address}: {reason}"
             ) from exc
         for lst in listeners:
-            if self.shared.receive_buffer_bytes > 0:
-                # Accepted sockets inherit the listening socket's buffer, and the window
-                # scale offered in the SYN-ACK follows it: set before any client connects.
-                lst.socket.setsockopt(
-                    trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, self.shared.receive_buffer_bytes
-                )
+            # Accepted sockets inherit the listening socket's buffers, and the window
+            # scale offered in the SYN-ACK follows the receive buffer: set before any
+            # client connects.
+            for option, size in (
+                (trio.socket.SO_RCVBUF, self.shared.receive_buffer_bytes),
+                (trio.socket.SO_SNDBUF, self.shared.send_buffer_bytes),
+            ):
+                if size > 0:
+                    lst.socket.setsockopt(trio.socket.SOL_SOCKET, option, size)
             addr = lst.socket.getsockname()
             self.bound.append((addr[0], addr[1]))
         try:

@@ -87,6 +87,7 @@ class SocketServer:
         idle_timeout_ms: int = 0,
         request_read_timeout_ms: int = 0,
         receive_buffer_bytes: int = -1,
+        send_buffer_bytes: int = -1,
         limits: ConnectionLimits | None = None,
         queued_max_request_bytes: int = -1,
         request_observers: Iterable[Callable[[Request], None]] = (),
@@ -115,6 +116,7 @@ class SocketServer:
             idle_timeout_ns=idle_timeout_ms * 1_000_000,
             request_read_timeout_ns=request_read_timeout_ms * 1_000_000,
             receive_buffer_bytes=receive_buffer_bytes,
+            send_buffer_bytes=send_buffer_bytes,
         )
         self.listeners: dict[str, ListenerRuntime] = {}
         for spec in listeners:

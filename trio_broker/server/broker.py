@@ -163,6 +163,7 @@ class Broker:
             idle_timeout_ms=config["connections.max.idle.ms"],
             request_read_timeout_ms=config["request.read.timeout.ms"],
             receive_buffer_bytes=config["socket.receive.buffer.bytes"],
+            send_buffer_bytes=config["socket.send.buffer.bytes"],
             limits=connection_limits(config),
             queued_max_request_bytes=config["queued.max.request.bytes"],
             api_versions=self._plane_versions,

@@ -177,8 +177,12 @@ _KEYS = [
     define(
         "socket.send.buffer.bytes",
         INT,
-        102400,
-        "SO_SNDBUF of client sockets; -1: the OS default.",
+        # Not Kafka's 102400, as socket.receive.buffer.bytes: until it was applied every
+        # broker ran with the OS's autotuned buffer, and a fixed one is not measured.
+        -1,
+        "SO_SNDBUF of accepted client sockets (set on the listening sockets, which they "
+        "inherit; Linux doubles it and caps it at net.core.wmem_max); -1: the OS default "
+        "(autotuned).",
         OS_DEFAULT_OR_POSITIVE,
     ),
     define(
