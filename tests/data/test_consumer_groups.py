@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..support.brokers import BrokerProcess, BrokerThread
@@ -58,15 +58,27 @@ def confluent(bootstrap: str, group: str, **extra: Any) -> Consumer:
     return Consumer(conf)
 
 
-def poll_until(consumers: list[Consumer], done: Callable[[], bool], timeout: float = 20) -> None:
+def poll_until(
+    consumers: list[Consumer], done: Callable[[], bool], timeout: float = 20
+) -> list[Message]:
+    """Poll until ``done()``; the messages polled meanwhile under each consumer's last
+    assignment (a rebalance restarts it from the committed offsets, so what it returned
+    under an earlier one comes again), in the order polled."""
     deadline = time.monotonic() + timeout
+    kept: dict[int, tuple[list[int], list[Message]]] = {}
     while not done():
         assert time.monotonic() < deadline, [
             sorted(p.partition for p in c.assignment()) for c in consumers
         ]
-        for c in consumers:
+        for i, c in enumerate(consumers):
             m = c.poll(0.05)
             assert m is None or m.error() is None, m.error()
+            assignment = owned(c)
+            if kept.get(i, (None, []))[0] != assignment:
+                kept[i] = (assignment, [])
+            if m is not None:
+                kept[i][1].append(m)
+    return [m for _, ms in kept.values() for m in ms]
 
 
 def owned(c: Consumer) -> list[int]:
@@ -90,20 +102,22 @@ def test_confluent_consumers_split_rebalance_and_resume_after_a_crash(tmp_path: 
         assert sorted(p for c in cs for p in owned(c)) == list(range(6))
 
         cs[2].close()  # leaves the group: the other two take its partitions
-        poll_until(cs[:2], lambda: [len(c.assignment()) for c in cs[:2]] == [3, 3])
+        early = poll_until(cs[:2], lambda: [len(c.assignment()) for c in cs[:2]] == [3, 3])
         assert sorted(owned(cs[0]) + owned(cs[1])) == list(range(6))
 
-        # read and commit the first 30 records of every partition, one by one
+        # read and commit the first 30 records of every partition, one by one (starting
+        # with any the last rebalance's polls already returned)
         committed: dict[int, int] = {}
         deadline = time.monotonic() + 30
         while sum(committed.values()) < 6 * 30:
             assert time.monotonic() < deadline, committed
             for c in cs[:2]:
-                m = c.poll(0.05)
+                m = early.pop(0) if early else c.poll(0.05)
                 if m is None or m.offset() >= 30:
                     continue
                 assert m.error() is None and m.offset() == committed.get(m.partition(), 0)
-                c.commit(message=m, asynchronous=False)
+                owner = next(o for o in cs[:2] if m.partition() in owned(o))
+                owner.commit(message=m, asynchronous=False)
                 committed[m.partition()] = m.offset() + 1
         for c in cs[:2]:
             c.close()

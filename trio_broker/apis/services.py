@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
 from .fetch_sessions import FetchSessionCache
 from .outcomes import Deferred
+from .txn_services import ActiveProducer, TransactionsView
 
 if TYPE_CHECKING:
     from ..security.scram import ScramCredential
@@ -191,78 +192,6 @@ class ConfigEntryView(Protocol):
 
     @property
     def text(self) -> str | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class TxnDescription:
-    """One transactional id as its coordinator has it (DescribeTransactions,
-    ListTransactions, ``GET /v1/transactions``); ``state`` in Kafka's words."""
-
-    transactional_id: str
-    state: str
-    producer_id: int
-    producer_epoch: int
-    timeout_ms: int
-    start_ms: int
-    partitions: Sequence[tuple[str, int]]
-
-
-class ActiveProducer(NamedTuple):
-    """A producer a partition keeps state for (DescribeProducers)."""
-
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_timestamp: int
-    coordinator_epoch: int
-    txn_start_offset: int  # its open transaction's first offset, -1: none
-
-
-class TransactionsView(Protocol):
-    """The transaction coordinator, as the transaction APIs see it (``server.transactions``).
-    Every call answers Kafka's error code (0: done)."""
-
-    async def locate(self, transactional_id: str) -> tuple[int, int, str | None]:
-        """FindCoordinator for a transactional id: (broker id, error code, message)."""
-        ...
-
-    async def init_producer_id(
-        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None
-    ) -> tuple[int, int, int]:
-        """(error, producer id, epoch) for a transactional producer starting up."""
-        ...
-
-    async def add_partitions(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        epoch: int,
-        partitions: Sequence[tuple[str, int]],
-    ) -> int: ...
-
-    def verify_partitions(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        epoch: int,
-        partitions: Sequence[tuple[str, int]],
-    ) -> dict[tuple[str, int], int]: ...
-
-    async def add_offsets(
-        self, transactional_id: str, producer_id: int, epoch: int, group_id: str
-    ) -> int: ...
-
-    async def end_txn(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
-    ) -> int: ...
-
-    def describe(self, transactional_id: str) -> tuple[int, TxnDescription | None]: ...
-
-    def listing(
-        self, states: Sequence[str], producer_ids: Sequence[int], min_duration_ms: int
-    ) -> tuple[int, list[str], list[TxnDescription]]:
-        """(error, the state filters not known, the ids that pass the filters)."""
-        ...
 
 
 class BrokerView(Protocol):

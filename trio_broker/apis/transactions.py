@@ -44,7 +44,7 @@ from ..security.acl import ResourceType
 from .authz import GROUP, TOPIC, Op, allowed, cluster_allowed
 from .context import RequestContext
 from .group_services import OffsetCommitEntry, coordinator_of, unknown_topic_partition
-from .services import ActiveProducer
+from .txn_services import ActiveProducer
 
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 TopicPartition = tuple[str, int]

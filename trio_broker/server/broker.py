@@ -37,15 +37,15 @@ from ..apis.services import BrokerEndpoint, Deferrable, TopicInfo
 from ..apis.table import API_TABLE, SINGLE_BROKER_TABLE, ZOOKEEPER_ONLY, ApiTable
 from ..log.dir_lock import LogDirLock
 from ..network.socket_server import ListenerSpec, SocketServer
-from . import listeners_file, meta_properties
+from . import config_apply, listeners_file, meta_properties
 from .access import AccessControl
 from .acl_store import AclStore, Authorization
 from .cluster_report import cluster_figures
 from .cluster_state import ClusterState
-from .config import BrokerConfig, ConfigError
+from .config import BrokerConfig
 from .config_admin import ConfigAdmin, UpdateConfig
 from .configdef import ConfigEntry
-from .connection_limits import CONNECTION_KEYS, connection_limits
+from .connection_limits import connection_limits
 from .control_plane import ControlPlane
 from .delayed import DelayedResponse
 from .dynamic_config import DynamicConfigStore
@@ -475,42 +475,15 @@ class Broker:
     async def _adopt_stored_dynamic_config(self) -> None:
         """The dynamic changes stored by an earlier run apply over the static config; the
         parts that need running pools (their sizes) apply once those run."""
-        stored = await trio.to_thread.run_sync(self.dynamic_store.load)
-        if not any(stored):
-            return
-        try:
-            new = self.config.with_dynamic(stored.broker, stored.cluster_default)
-        except ConfigError as exc:
-            raise ConfigError(
-                exc.key, exc.value, f"{exc.reason} (stored in {self.dynamic_store.path})"
-            ) from None
-        self.config = new
-        self.replica_manager.config = new
-        self._stored_changes = {**stored.cluster_default, **stored.broker}
-        log.info("dynamic config from %s: %r", self.dynamic_store.path, new)
+        found = await config_apply.stored_config(self)
+        if found is not None:
+            self.config, self._stored_changes = found
+            self.replica_manager.config = self.config
 
     def apply_config(self, new: BrokerConfig, changed: Mapping[str, str | None]) -> None:
         """Make ``new`` (dynamic changes already validated) the running config: pools
         resize, connection limits apply at once, topics take new log.* defaults."""
-        self.config = new
-        self.replica_manager.config = new
-        if "log.cleaner.threads" in changed:
-            self.replica_manager.cleaner.resize(new["log.cleaner.threads"])
-        if "num.io.threads" in changed:
-            io = new["num.io.threads"]
-            self.data_pool.resize(HANDLERS_PER_IO_THREAD * io)
-            self.io_pool.resize(io)
-        for name, lr in self.socket_server.listeners.items():
-            own = f"listener.name.{name.lower()}.num.network.threads"
-            if lr.plane != "data" or not ("num.network.threads" in changed or own in changed):
-                continue
-            size = new.listener_setting(name, "num.network.threads")
-            self.socket_server.resize(name, size or new["num.network.threads"])
-        if any(k in CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
-            self.socket_server.update_limits(connection_limits(new))
-        if any(k.startswith(("log.", "message.max.bytes", "compression.")) for k in changed):
-            for topic in self.topics_catalog.all():
-                self.replica_manager.reconfigure(topic)
+        config_apply.apply_config(self, new, changed)
 
     # ----------------------------------------------------------- BrokerView
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from ...apis.services import TxnDescription
+from ...apis.txn_services import TxnDescription
 from ..group_locator import CoordinatorLocator, CreateTopic
 from ..groups.storage import OFFSETS_TOPIC, LogOffsetsTopic
 from . import TXN_STATE
