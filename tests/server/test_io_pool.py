@@ -90,3 +90,26 @@ async def test_idle_threads_each_take_a_job_of_their_own() -> None:
         assert pool.joined == 0
     finally:
         pool.close()
+
+
+async def test_long_jobs_never_share_a_thread_behind_another() -> None:
+    """A slow disk: after a job that took 20 ms, jobs queued behind a busy thread stay
+    jobs of their own (a thread freed meanwhile takes the next one)."""
+    pool = IoPool(1)
+    release = threading.Event()
+    try:
+        await pool.run(lambda: time.sleep(0.02))  # a 20 ms storage operation
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: pool.run(lambda: release.wait(10)))  # holds the thread
+            await trio.testing.wait_all_tasks_blocked()
+            deadline = time.monotonic() + 10
+            while pool.busy == 0 and time.monotonic() < deadline:
+                time.sleep(0.001)  # the thread takes the first job (a real thread)
+            for _ in range(4):
+                nursery.start_soon(pool.run, lambda: None)
+            await trio.testing.wait_all_tasks_blocked()
+            assert pool.joined == 0
+            assert pool.waiting == 4
+            release.set()
+    finally:
+        pool.close()

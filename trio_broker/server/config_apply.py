@@ -10,16 +10,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
+from ..network.socket_server import SocketServer
 from .config import BrokerConfig, ConfigError
 from .connection_limits import CONNECTION_KEYS, connection_limits
-from .io_pool import HANDLERS_PER_IO_THREAD
+from .dynamic_config import DynamicConfigStore
+from .handler_pool import HandlerPool
+from .io_pool import HANDLERS_PER_IO_THREAD, IoPool
+from .replica_manager import ReplicaManager
+from .topics import TopicCatalog
 
-if TYPE_CHECKING:
-    from .broker import Broker
+
+class Broker(Protocol):
+    """The parts of ``server.broker.Broker`` a config change touches."""
+
+    config: BrokerConfig
+    dynamic_store: DynamicConfigStore
+    replica_manager: ReplicaManager
+    data_pool: HandlerPool
+    io_pool: IoPool
+    socket_server: SocketServer
+    topics_catalog: TopicCatalog
+
 
 log = logging.getLogger("trio_broker.server")
 

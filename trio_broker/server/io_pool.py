@@ -7,8 +7,9 @@ Trio task, for its result. ``size`` worker threads take jobs from one queue, as 
 handler threads take requests from the request channel: a thread that finishes a job takes
 the next one at once, without a round trip through the event loop, so under load the
 threads are busy all the time and the pool's size is the number of storage operations in
-flight. A job queued when the jobs ahead of it will already keep every idle thread busy
-joins the last of them (``MAX_CALLERS_PER_JOB``): one thread runs its callers one after
+flight. While jobs are short (``JOIN_ONLY_BELOW_MS``), a job queued when the jobs ahead
+of it will already keep every idle thread busy joins the last of them
+(``MAX_CALLERS_PER_JOB``): one thread runs its callers one after
 the other and hands their results back in one wake-up of the loop; each caller's function
 still counts as one job in the figures below. ``resize`` starts threads at once or retires
 some (each retiring thread finishes its job first). The threads are ours rather than
@@ -60,6 +61,13 @@ _Entry = tuple[Callable[[], Any], Callable[[outcome.Outcome[Any], float, float],
 # have waited for a busy thread anyway, so no parallelism is lost; the cap bounds how long
 # the last caller of a job waits behind the others if a thread frees up meanwhile.
 MAX_CALLERS_PER_JOB = 8
+# ... and only while the pool's jobs are short (their recent mean time on a thread below
+# this): then the hop is a large part of each, and a thread runs a joined job's callers in
+# well under a millisecond. Long jobs (a slow disk, fsyncs) gain nothing from sharing a
+# hop, and callers joined behind one would wait for it while a thread freed meanwhile
+# could have taken them: the advisor's slow-disk proof (5 ms a storage operation) lost
+# its parallelism that way.
+JOIN_ONLY_BELOW_MS = 0.5
 
 # A finished caller: its continuation, the outcome, ms waiting, ms working.
 _Done = tuple[
@@ -108,6 +116,7 @@ class IoPool:
         self._last: _Job | None = None  # the job queued last (maybe taken by now)
         self._untaken = 0  # jobs queued that no thread has taken yet
         self._waiting = 0  # callers in those jobs
+        self._recent_work_ms = 0.0  # a moving mean of a job's time on a thread (the loop's)
         self._idle = 0  # threads waiting for a job
         self.observers: list[JobObserver] = []
 
@@ -190,6 +199,7 @@ class IoPool:
 
         def finished(result: outcome.Outcome[T], wait_ms: float, work_ms: float) -> None:
             self._unfinished -= 1
+            self._recent_work_ms += (work_ms - self._recent_work_ms) * 0.05
             for observe in observers:  # on the event loop
                 observe(wait_ms, work_ms)
             trio.lowlevel.reschedule(task, result)
@@ -208,13 +218,15 @@ class IoPool:
         return result
 
     def _join_last(self, entry: _Entry) -> bool:
-        """Add ``entry`` to the last queued job when the jobs already queued will keep
-        every idle thread busy (so a job of its own would wait for a busy one anyway) and
-        that job has room; otherwise count the job about to be queued."""
+        """Add ``entry`` to the last queued job when jobs are short, the jobs already
+        queued will keep every idle thread busy (so a job of its own would wait for a busy
+        one anyway) and that job has room; otherwise count the job about to be queued."""
+        short = self._recent_work_ms < JOIN_ONLY_BELOW_MS
         with self._lock:
             last = self._last
             if (
-                last is not None
+                short
+                and last is not None
                 and not last.taken
                 and self._untaken >= self._idle
                 and len(last.entries) < MAX_CALLERS_PER_JOB
