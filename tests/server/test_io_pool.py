@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -40,6 +41,20 @@ async def test_a_job_is_unfinished_until_its_result_reaches_the_loop() -> None:
         pool.close()
 
 
+async def hold_the_thread(pool: IoPool, nursery: trio.Nursery, release: threading.Event) -> None:
+    """Occupy a one-thread pool's thread with a job that ends on ``release``; return once
+    the thread has it."""
+    taken = threading.Event()
+
+    def held() -> None:
+        taken.set()
+        release.wait(10)
+
+    nursery.start_soon(pool.run, held)
+    await trio.testing.wait_all_tasks_blocked()
+    assert taken.wait(10)  # the thread's own pace: an event, not a poll
+
+
 async def test_jobs_queued_behind_a_busy_pool_share_one_hop_and_keep_their_own_results() -> None:
     pool = IoPool(1)
     release = threading.Event()
@@ -58,11 +73,7 @@ async def test_jobs_queued_behind_a_busy_pool_share_one_hop_and_keep_their_own_r
 
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(lambda: pool.run(lambda: release.wait(10)))  # holds the thread
-            await trio.testing.wait_all_tasks_blocked()
-            deadline = time.monotonic() + 10
-            while pool.busy == 0 and time.monotonic() < deadline:
-                time.sleep(0.001)  # the thread takes the first jobs (a real thread)
+            await hold_the_thread(pool, nursery, release)
             for i in range(4):
                 nursery.start_soon(submit, i)
             await trio.testing.wait_all_tasks_blocked()
@@ -95,16 +106,13 @@ async def test_idle_threads_each_take_a_job_of_their_own() -> None:
 async def test_long_jobs_never_share_a_thread_behind_another() -> None:
     """A slow disk: after a job that took 20 ms, jobs queued behind a busy thread stay
     jobs of their own (a thread freed meanwhile takes the next one)."""
-    pool = IoPool(1)
+    ticks = itertools.count(step=20_000_000)  # the pool's clock: 20 ms a reading
+    pool = IoPool(1, clock=lambda: next(ticks))
     release = threading.Event()
     try:
-        await pool.run(lambda: time.sleep(0.02))  # a 20 ms storage operation
+        await pool.run(lambda: None)  # started and ended a reading apart: a 20 ms job
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(lambda: pool.run(lambda: release.wait(10)))  # holds the thread
-            await trio.testing.wait_all_tasks_blocked()
-            deadline = time.monotonic() + 10
-            while pool.busy == 0 and time.monotonic() < deadline:
-                time.sleep(0.001)  # the thread takes the first job (a real thread)
+            await hold_the_thread(pool, nursery, release)
             for _ in range(4):
                 nursery.start_soon(pool.run, lambda: None)
             await trio.testing.wait_all_tasks_blocked()
