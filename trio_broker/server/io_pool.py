@@ -58,8 +58,8 @@ _Entry = tuple[Callable[[], Any], Callable[[outcome.Outcome[Any], float, float],
 # loop in one wake-up. Each job costs a thread wake-up, a GIL hand-over and a wake-up of
 # the loop; 16 tasks running short jobs on 8 threads got 1.5x the jobs per second with
 # two thirds of the CPU per job (the numbers are in BENCHMARKS.md). A job of its own would
-# have waited for a busy thread anyway, so no parallelism is lost; the cap bounds how long
-# the last caller of a job waits behind the others if a thread frees up meanwhile.
+# have waited for a busy thread anyway; what a joined caller can lose is a thread freed
+# while it waits behind the others, which the cap and the short-jobs rule below bound.
 MAX_CALLERS_PER_JOB = 8
 # ... and only while the pool's jobs are short (their recent mean time on a thread below
 # this): then the hop is a large part of each, and a thread runs a joined job's callers in
