@@ -3,5 +3,5 @@
 ``app`` (routes, ``create_app``), ``openapi`` (the document), ``errors`` (JSON errors),
 ``inputs`` (body checks), ``asgi`` (the app class), ``serve`` (Hypercorn), and ``view``:
 the protocol of what the admin may see and change of a broker. Nothing here imports the
-broker; ``trio_broker.server.admin_view`` implements the view.
+broker; ``trio_broker.server.admin_adapter.view`` implements the view.
 """

@@ -7,7 +7,7 @@ adds a rule (201 with the rule and its id), ``GET /v1/faults`` lists the rules w
 counts included); ``GET``/``DELETE /v1/faults/{id}`` read or remove one. Every one answers
 403 ``faults-disabled`` unless the broker runs with ``testing.faults.enable=true``: a
 production broker has no fault hook in its request path at all. What a rule means is the
-broker's (``trio_broker.server.fault_rules``); a refused rule is a 400 naming its field.
+broker's (``trio_broker.server.handlers.fault_rules``); a refused rule is a 400 naming its field.
 Must not: import anything of the broker but ``admin.view``.
 """
 

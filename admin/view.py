@@ -5,7 +5,7 @@ the plain frozen records it hands out (``BrokerInfo``, ``PoolsState``, ``Connect
 ``ClientQuota``, ``ConfigState``, ``DashboardData`` ...), the two errors it raises
 (``NotFound``, ``Invalid``) and the limits that are part of the HTTP contract
 (``MAX_POOL_SIZE``). The broker implements the protocol with an adapter
-(``trio_broker.server.admin_view``); the admin package depends on nothing else of the
+(``trio_broker.server.admin_adapter.view``); the admin package depends on nothing else of the
 broker, so the app can be read, and tested, against any object with this shape.
 
 Every method runs on the broker's event loop: the synchronous ones must return at once,

@@ -62,7 +62,7 @@ WATCHED = (
     "trio_broker.records.header",
     "trio_broker.records.validation",
     "trio_broker.network.send",
-    "trio_broker.server.request_handler",
+    "trio_broker.server.handlers.request_handler",
 )
 
 
@@ -92,7 +92,7 @@ def _cases() -> dict[str, Callable[[], Any]]:
     from trio_broker.protocol.primitives import join_parts
     from trio_broker.records.builder import Record, build_batch
     from trio_broker.records.validation import validate_batches
-    from trio_broker.server.request_handler import RequestHandler
+    from trio_broker.server.handlers.request_handler import RequestHandler
 
     def frame_of(version: int, body: Any) -> bytes:
         return join_parts(encode_request(version, 7, "bench", body))

@@ -152,7 +152,11 @@ def serve_skeleton() -> None:
     request pays in the broker before any parsing, validation, storage or metrics."""
     import trio
 
-    from trio_broker.server.io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
+    from trio_broker.server.common.io_pool import (
+        GIL_SWITCH_INTERVAL_S,
+        HANDLERS_PER_IO_THREAD,
+        IoPool,
+    )
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # as the broker sets it
     pool = IoPool(SKELETON_IO_THREADS)

@@ -60,8 +60,8 @@ async def run_broker(tmp_path: Path, nursery):  # type: ignore[no-untyped-def]
     import trio
 
     from trio_broker.apis.table import API_TABLE
-    from trio_broker.server.broker import Broker
-    from trio_broker.server.config import load_config
+    from trio_broker.server.config.broker_config import load_config
+    from trio_broker.server.lifecycle.broker import Broker
     from trio_broker.server.node import new_broker
 
     from .support.brokers import BASE

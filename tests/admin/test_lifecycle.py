@@ -15,8 +15,8 @@ import trio
 import trio.testing
 
 from trio_broker.protocol.messages.metadata import MetadataRequest
-from trio_broker.server.broker import Broker
-from trio_broker.server.config import load_config
+from trio_broker.server.config.broker_config import load_config
+from trio_broker.server.lifecycle.broker import Broker
 from trio_broker.server.node import new_broker
 from trio_broker.server.startup import startup_error
 

@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from admin.openapi import openapi_document
 from trio_broker import __version__
 from trio_broker.network.mute import MuteState
-from trio_broker.server.quotas import QUOTA_KEYS
+from trio_broker.server.quotas.store import QUOTA_KEYS
 
 from ..support.brokers import BrokerThread
 from .conftest import ADMIN, TOKEN

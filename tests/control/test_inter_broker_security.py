@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from trio_broker.security.scram import new_credential
-from trio_broker.server.scram_store import ScramStore
+from trio_broker.server.access.scram_store import ScramStore
 
 from ..support.brokers import BrokerProcess
 from .test_zookeeper_cluster import SESSION_MS, broker, until

@@ -11,9 +11,13 @@ import pytest
 import trio
 from kazoo.client import KazooClient
 
-from trio_broker.server.zk import layout
-from trio_broker.server.zk.coordinator import BrokerIdTaken, ClusterIdMismatch, ZkCoordinator
-from trio_broker.server.zk.session import ZkSession, ZkState
+from trio_broker.server.coordination import layout
+from trio_broker.server.coordination.coordinator import (
+    BrokerIdTaken,
+    ClusterIdMismatch,
+    ZkCoordinator,
+)
+from trio_broker.server.coordination.session import ZkSession, ZkState
 from trio_broker.tools.zookeeper import ZooKeeperServer
 
 

@@ -30,7 +30,7 @@ from trio_broker.protocol.messages.configs import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
 )
-from trio_broker.server.dynamic_config import DynamicConfigStore
+from trio_broker.server.config.dynamic import DynamicConfigStore
 
 from ..support.brokers import BrokerThread
 from ..support.wire import WireClient

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from trio_broker.server.config import BrokerConfig, load_config
-from trio_broker.server.env_config import overrides_from_env
+from trio_broker.server.config.broker_config import BrokerConfig, load_config
+from trio_broker.server.config.env import overrides_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

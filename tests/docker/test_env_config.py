@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trio_broker.server.config import load_config
-from trio_broker.server.env_config import env_key_to_property, overrides_from_env
+from trio_broker.server.config.broker_config import load_config
+from trio_broker.server.config.env import env_key_to_property, overrides_from_env
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_only_prefixed_variables_count_and_the_config_accepts_them(tmp_path) -> 
 
 
 def test_an_unknown_variable_is_refused_by_name(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from trio_broker.server.config import ConfigError
+    from trio_broker.server.config.broker_config import ConfigError
 
     with pytest.raises(ConfigError, match=r"num\.io\.thread"):
         load_config(None, overrides_from_env({"TRIO_BROKER_NUM_IO_THREAD": "4"}))

@@ -68,7 +68,7 @@ async def test_over_max_connections_the_least_recently_used_is_closed(run_broker
 
 
 async def test_lowering_max_connections_at_run_time_closes_the_excess(run_broker) -> None:  # type: ignore[no-untyped-def]
-    from trio_broker.server.connection_limits import connection_limits
+    from trio_broker.server.quotas.connection_limits import connection_limits
 
     broker = await run_broker()
     clients = [await AsyncWireClient.connect(address(broker)) for _ in range(5)]

@@ -52,7 +52,7 @@ async def test_accepted_sockets_get_the_configured_buffer(  # type: ignore[no-un
 
 
 def test_the_defaults_are_the_os_buffers() -> None:
-    from trio_broker.server.config import load_config
+    from trio_broker.server.config.broker_config import load_config
 
     config = load_config(None, [])
     assert config["socket.receive.buffer.bytes"] == config["socket.send.buffer.bytes"] == -1

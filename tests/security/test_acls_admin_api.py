@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trio_broker.server.config import BrokerConfig, ConfigError
+from trio_broker.server.config.broker_config import BrokerConfig, ConfigError
 
 from ..admin.conftest import error_code
 from ..support.brokers import BrokerThread

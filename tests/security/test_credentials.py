@@ -21,8 +21,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from trio_broker.server.quota_manager import PRODUCE
-from trio_broker.server.quotas import QuotaEntity
+from trio_broker.server.quotas.manager import PRODUCE
+from trio_broker.server.quotas.store import QuotaEntity
 
 from ..admin.conftest import error_code
 from ..support.brokers import BrokerThread

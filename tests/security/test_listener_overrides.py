@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import trustme
 
-from trio_broker.server.config import BrokerConfig
-from trio_broker.server.configdef import ConfigError
+from trio_broker.server.config.broker_config import BrokerConfig
+from trio_broker.server.config.configdef import ConfigError
 
 from ..support.brokers import BrokerProcess, BrokerThread
 from .clients import authenticates, first_error, kcat_round_trip

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import trustme
 
-from trio_broker.server.config import BrokerConfig
-from trio_broker.server.config_syntax import parse_admin_listener, parse_listener
-from trio_broker.server.properties import parse_properties
+from trio_broker.server.config.broker_config import BrokerConfig
+from trio_broker.server.config.properties import parse_properties
+from trio_broker.server.config.syntax import parse_admin_listener, parse_listener
 
 from ..support.brokers import BrokerProcess
 from .clients import first_error

@@ -111,9 +111,9 @@ def test_kafka_python_with_scram(secure_broker: BrokerThread, pki: Pki) -> None:
 
 
 def test_an_unsupported_enabled_mechanism_stops_start_up(pki: Pki, tmp_path: Path) -> None:
-    from trio_broker.server.broker import Broker
-    from trio_broker.server.config import load_config
-    from trio_broker.server.configdef import ConfigError
+    from trio_broker.server.config.broker_config import load_config
+    from trio_broker.server.config.configdef import ConfigError
+    from trio_broker.server.lifecycle.broker import Broker
 
     from ..support.brokers import overrides_for
     from .conftest import secure_settings

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker.server.broker import Broker
-from trio_broker.server.config import load_config
-from trio_broker.server.configdef import ConfigError
+from trio_broker.server.config.broker_config import load_config
+from trio_broker.server.config.configdef import ConfigError
+from trio_broker.server.lifecycle.broker import Broker
 
 from ..support.brokers import BrokerThread, overrides_for
 from .clients import first_error, kcat_round_trip, principals, round_trip, wait_for

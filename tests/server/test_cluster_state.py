@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trio_broker.apis.services import PartitionAssignment
-from trio_broker.server.cluster_state import ClusterState
+from trio_broker.server.replication.cluster_state import ClusterState
 
 
 def assignment(leader: int, epoch: int) -> PartitionAssignment:

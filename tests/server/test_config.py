@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker.server.config import (
+from trio_broker.server.config.broker_config import (
     BROKER_CONFIG_DEF,
     DYNAMIC_KEYS,
     ORIGINS,
@@ -20,7 +20,7 @@ from trio_broker.server.config import (
     load_config,
     parse_listener,
 )
-from trio_broker.server.configdef import (
+from trio_broker.server.config.configdef import (
     Check,
     ConfigKey,
     ConfigSource,
@@ -29,8 +29,8 @@ from trio_broker.server.configdef import (
     Range,
     render,
 )
-from trio_broker.server.properties import parse_properties
-from trio_broker.server.topic_config import (
+from trio_broker.server.config.properties import parse_properties
+from trio_broker.server.config.topic_config import (
     TOPIC_BROKER_KEYS,
     TOPIC_CONFIG_DEF,
     effective_topic_config,
@@ -400,7 +400,7 @@ def test_default_security_protocol_map() -> None:
 
 def test_config_modules_do_not_import_trio() -> None:
     code = (
-        "import sys, trio_broker.server.config, trio_broker.server.topic_config; "
+        "import sys, trio_broker.server.config.broker_config, trio_broker.server.config.topic_config; "
         "sys.exit('trio' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from trio_broker.apis.services import broker_name_problem
-from trio_broker.server.config import BrokerConfig, ConfigSource
-from trio_broker.server.config_changes import (
+from trio_broker.server.config.broker_config import BrokerConfig, ConfigSource
+from trio_broker.server.config.changes import (
     APPEND,
     DELETE,
     SET,
@@ -21,7 +21,7 @@ from trio_broker.server.config_changes import (
     incremental,
     plan_broker_change,
 )
-from trio_broker.server.dynamic_config import DynamicConfigStore, StoredChanges
+from trio_broker.server.config.dynamic import DynamicConfigStore, StoredChanges
 
 
 def test_append_and_subtract_work_on_the_list_in_force() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from trio_broker.protocol.errors import ErrorCode
-from trio_broker.server.zk import elections
-from trio_broker.server.zk.elections import elect
-from trio_broker.server.zk.layout import LeaderIsr
+from trio_broker.server.coordination import elections
+from trio_broker.server.coordination.elections import elect
+from trio_broker.server.coordination.layout import LeaderIsr
 
 E = 9  # the controller epoch of these rounds
 

@@ -9,7 +9,7 @@ import time
 import trio
 import trio.testing
 
-from trio_broker.server.io_pool import IoPool
+from trio_broker.server.common.io_pool import IoPool
 
 
 async def test_a_job_is_unfinished_until_its_result_reaches_the_loop() -> None:

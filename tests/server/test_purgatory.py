@@ -5,7 +5,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from trio_broker.server.purgatory import DelayedOperation, Purgatory
+from trio_broker.server.common.purgatory import DelayedOperation, Purgatory
 
 
 class Op(DelayedOperation):

@@ -23,7 +23,7 @@ from trio_broker.protocol.messages.quotas import (
 )
 from trio_broker.protocol.primitives import join_parts
 from trio_broker.records import Record, build_batch
-from trio_broker.server.quota_manager import SampledRate, candidate_entities
+from trio_broker.server.quotas.manager import SampledRate, candidate_entities
 
 from ..data.test_wire_data_path import produce_req
 from ..support.brokers import BrokerThread

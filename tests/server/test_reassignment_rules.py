@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from trio_broker.server.zk import layout
-from trio_broker.server.zk.layout import LeaderIsr
-from trio_broker.server.zk.reassignment import check_target, finished, plan, retold
+from trio_broker.server.coordination import layout
+from trio_broker.server.coordination.layout import LeaderIsr
+from trio_broker.server.coordination.reassignment import check_target, finished, plan, retold
 
 E = 9  # the controller epoch
 

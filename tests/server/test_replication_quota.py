@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from trio_broker.server.config import BrokerConfig
-from trio_broker.server.config_changes import ChangeRefused, plan_broker_change
-from trio_broker.server.configdef import ConfigError, ConfigSource
-from trio_broker.server.replication_quota import (
+from trio_broker.server.config.broker_config import BrokerConfig
+from trio_broker.server.config.changes import ChangeRefused, plan_broker_change
+from trio_broker.server.config.configdef import ConfigError, ConfigSource
+from trio_broker.server.config.topic_config import effective_topic_config, validate_topic_configs
+from trio_broker.server.replication.throttles import (
     NO_THROTTLE,
     ReplicationQuota,
     ReplicationQuotas,
@@ -17,7 +18,6 @@ from trio_broker.server.replication_quota import (
     throttled_partitions,
     throttled_replicas_problem,
 )
-from trio_broker.server.topic_config import effective_topic_config, validate_topic_configs
 
 LEADER = "leader.replication.throttled.replicas"
 FOLLOWER = "follower.replication.throttled.replicas"

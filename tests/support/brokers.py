@@ -23,10 +23,10 @@ import trio
 import trio.testing
 
 from trio_broker.apis.table import API_TABLE, ApiTable
-from trio_broker.server.broker import Broker
-from trio_broker.server.config import load_config
-from trio_broker.server.config_keys import BROKER_CONFIG_DEF
-from trio_broker.server.configdef import render
+from trio_broker.server.config.broker_config import load_config
+from trio_broker.server.config.configdef import render
+from trio_broker.server.config.keys import BROKER_CONFIG_DEF
+from trio_broker.server.lifecycle.broker import Broker
 from trio_broker.testing._runners import ThreadRunner
 from trio_broker.testing.harness import DEFAULTS as TEST_DEFAULTS
 from trio_broker.testing.harness import RunningBroker, setting_text

@@ -11,7 +11,7 @@ import pytest
 from trio_broker.protocol.messages.fetch import FetchRequest
 from trio_broker.protocol.messages.metadata import MetadataRequest
 from trio_broker.protocol.messages.produce import ProduceRequest
-from trio_broker.server.fault_rules import FaultSpecError, named_partitions, parse_rule
+from trio_broker.server.handlers.fault_rules import FaultSpecError, named_partitions, parse_rule
 
 REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"action": "explode"}, "action"),

@@ -21,7 +21,7 @@ from trio_broker.apis.table import SINGLE_BROKER_TABLE
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages.api_versions import ApiVersionsRequest
 from trio_broker.protocol.messages.metadata import MetadataRequest
-from trio_broker.server.throttling import Throttler
+from trio_broker.server.quotas.throttling import Throttler
 from trio_broker.testing import RunningBroker, running
 from trio_broker.tools.client import WireClient
 

@@ -5,7 +5,7 @@ Owns: ``Faults`` (one method per action: ``error``, ``delay``, ``disconnect``,
 whose ``hits`` and ``matched`` are read back from the broker each time they are asked)
 and the two ways to reach a broker's rules: on its event loop (a broker in a thread of
 this process) or through ``/v1/faults`` of its admin API (a broker in a process). A rule's
-meaning is the broker's (``trio_broker.server.fault_rules``); a refused one raises
+meaning is the broker's (``trio_broker.server.handlers.fault_rules``); a refused one raises
 ``ValueError`` with the broker's reason.
 """
 

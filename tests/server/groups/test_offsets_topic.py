@@ -8,9 +8,9 @@ from pathlib import Path
 import trio
 
 from trio_broker.apis.group_services import OffsetCommitEntry
-from trio_broker.server.broker import Broker
-from trio_broker.server.config import load_config
+from trio_broker.server.config.broker_config import load_config
 from trio_broker.server.groups import OFFSETS_TOPIC, partition_for
+from trio_broker.server.lifecycle.broker import Broker
 from trio_broker.server.node import new_broker
 
 from ...support.brokers import PORT_ZERO

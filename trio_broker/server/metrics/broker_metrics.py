@@ -33,10 +33,10 @@ from .window import Window, WindowedHistogram
 if TYPE_CHECKING:
     from ...apis.fetch_sessions import FetchSessionCache
     from ...network.socket_server import SocketServer
-    from ..handler_pool import HandlerPool
-    from ..io_pool import IoPool
-    from ..purgatory import Purgatory
-    from ..request_handler import RequestHandler
+    from ..common.io_pool import IoPool
+    from ..common.purgatory import Purgatory
+    from ..handlers.handler_pool import HandlerPool
+    from ..handlers.request_handler import RequestHandler
 
 SLOTS = 6
 MemoryPoolProbe = Callable[[], tuple[int, int]]

@@ -7,7 +7,7 @@ and re-exports the coordinator's parts.
 
 from __future__ import annotations
 
-from ..config import BrokerConfig
+from ..config.broker_config import BrokerConfig
 from ..groups.storage import TXN_STATE_TOPIC, InternalTopicSpec
 from .coordinator import TransactionCoordinator, TxnConfig
 from .markers import MarkerWriter, TxnMarker

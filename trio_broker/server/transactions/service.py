@@ -18,7 +18,7 @@ from typing import Any
 import trio
 
 from ...apis.txn_services import TxnDescription
-from ..group_locator import CoordinatorLocator, CreateTopic
+from ..groups.locator import CoordinatorLocator, CreateTopic
 from ..groups.storage import OFFSETS_TOPIC, LogOffsetsTopic
 from . import TXN_STATE
 from .coordinator import TransactionCoordinator, TxnConfig

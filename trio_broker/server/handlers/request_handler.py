@@ -1,0 +1,226 @@
+"""Runs one request through the API table and turns the outcome into a response action.
+
+Owns: ``RequestHandler.handle`` (what each handler task calls) and ``complete`` (also
+called by the purgatory when a delayed operation finishes). Responses are encoded here, on
+the handler side, as Kafka's handlers serialize their responses; the processor only writes
+bytes; ``response_observers`` (the metrics' error-code counter) sees each encoded response body.
+
+Per-request isolation (Kafka's ``KafkaApis.handle`` catch-all and ``handleError``): an
+exception while handling or completing one request (in its API handler, a delayed
+response, the throttler, a response observer, encoding the response) is a broker bug that
+costs that request only. It is logged once, with its traceback, counted in ``failures``,
+and the request is answered with UNKNOWN_SERVER_ERROR in every error code of its response
+(``protocol.error_response``); where the response has no place for an error code, or the
+error response cannot be built, the connection is closed (the client retries). Never
+left hanging, and no other request or connection notices.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ...apis.context import CloseConnection, Deferred, RequestContext
+from ...apis.services import BrokerView
+from ...apis.table import ApiTable
+from ...network.request import (
+    CloseConnectionResponse,
+    EndThrottling,
+    NoOpResponse,
+    Request,
+    SendResponse,
+)
+from ...protocol.api import ApiKey, ApiSpec
+from ...protocol.error_response import error_response
+from ...protocol.errors import ErrorCode
+from ...protocol.header import encode_response
+from ...protocol.messages.api_versions import ApiVersionsResponse
+from ...protocol.primitives import Parts, join_parts, parts_length
+from ..quotas.throttling import Throttler
+
+log = logging.getLogger("trio_broker.server")
+
+
+_CORRELATION = struct.Struct(">i")
+_API_VERSIONS = int(ApiKey.ApiVersions)
+_BODIES_CACHED = 16
+
+
+class _ApiVersionsFrames:
+    """Encoded ApiVersions responses, by everything in them but the correlation id.
+
+    The answer is the same on every request of a plane (the key list comes from one
+    cached list), yet encoding its ~50 entries was a tenth of an ApiVersions request's
+    CPU. An entry is keyed by the identity of the ``api_keys`` list and holds that list,
+    so the identity cannot be reused while the entry lives; a response with any other
+    content (features, another list) is encoded afresh and cached under its own key.
+    """
+
+    def __init__(self) -> None:
+        self._frames: dict[tuple[Any, ...], tuple[object, bytes]] = {}
+
+    def parts(
+        self, spec: ApiSpec, version: int, correlation_id: int, response: ApiVersionsResponse
+    ) -> Parts:
+        if response.supported_features or response.finalized_features:
+            return encode_response(spec, version, correlation_id, response)
+        keys = response.api_keys
+        key = (
+            version,
+            response.error_code,
+            response.throttle_time_ms,
+            response.finalized_features_epoch,
+            response.zk_migration_ready,
+            id(keys),
+        )
+        hit = self._frames.get(key)
+        if hit is None or hit[0] is not keys:
+            parts = encode_response(spec, version, correlation_id, response)
+            if len(self._frames) >= _BODIES_CACHED:
+                self._frames.clear()
+            self._frames[key] = (keys, bytes(join_parts(parts)))
+            return parts
+        frame = bytearray(hit[1])
+        # ApiVersions responses keep header v0 at every version: the id follows the size
+        _CORRELATION.pack_into(frame, 4, correlation_id)
+        return [frame]
+
+
+class RequestHandler:
+    def __init__(self, table: ApiTable, broker: BrokerView) -> None:
+        self.table = table
+        self.broker = broker
+        # Observers of every encoded response: (request, response body, version).
+        self.response_observers: list[Callable[[Request, Any, int], None]] = []
+        # Client quotas (set by the broker): usage recorded, over-quota clients throttled.
+        self.throttler: Throttler | None = None
+        # Requests that met a broker error, by api name (answered UNKNOWN_SERVER_ERROR,
+        # which the metrics count in errors_by_code, or closed: counted as closed).
+        self.failures: dict[str, int] = {}
+        self._api_versions_frames = _ApiVersionsFrames()
+
+    def context_for(self, request: Request) -> RequestContext:
+        header = request.header
+        return RequestContext(
+            api_key=header.api_key,
+            api_version=header.api_version,
+            correlation_id=header.correlation_id,
+            client_id=header.client_id,
+            client_host=request.client_host,
+            listener=request.listener,
+            security_protocol=request.security_protocol,
+            principal=request.principal,
+            plane=request.plane,
+            broker=self.broker,
+        )
+
+    async def handle(self, request: Request) -> None:
+        request.times.dequeue_ns = time.monotonic_ns()
+        try:
+            entry = self.table.get(request.spec.key)
+            if entry is None:  # the network layer only lets in keys of the table
+                self._close(request, "no handler")
+                return
+            ctx = self.context_for(request)
+            ctx.extras["request"] = request
+            request.context["ctx"] = ctx
+            result = await entry.handler(ctx, request.body)
+        except Exception:
+            self.fail(request, "handling")
+            return
+        request.times.api_local_complete_ns = time.monotonic_ns()
+        if isinstance(result, Deferred):
+            return
+        self.complete(request, result)
+
+    def complete(self, request: Request, response: Any) -> None:
+        """Send ``response`` (a response body, or None for no response) to the client.
+        Never raises: a failure on the way answers the request with an error instead."""
+        throttling = [False]
+        try:
+            self._complete(request, response, throttling)
+        except Exception:
+            if throttling[0]:  # its connection would wait for an end that never comes
+                request.sink.deliver(EndThrottling(request))
+            self.fail(request, "completing the response")
+
+    def _complete(self, request: Request, response: Any, throttling: list[bool]) -> None:
+        sink = request.sink
+        throttler = self.throttler
+        if response is None:
+            throttle_ms = throttler.throttle_ms(request, 0) if throttler is not None else 0
+            if throttle_ms and throttler is not None:
+                throttling[0] = True
+                throttler.start(request, throttle_ms)
+            sink.deliver(NoOpResponse(request))
+            return
+        if isinstance(response, CloseConnection):
+            self._close(request, response.reason)
+            return
+        ctx: RequestContext = request.context["ctx"]
+        if request.spec.key == _API_VERSIONS and isinstance(response, ApiVersionsResponse):
+            parts = self._api_versions_frames.parts(
+                request.spec, ctx.response_version, ctx.correlation_id, response
+            )
+        else:
+            parts = encode_response(
+                request.spec, ctx.response_version, ctx.correlation_id, response
+            )
+        size = parts_length(parts)
+        throttle_ms = throttler.throttle_ms(request, size) if throttler is not None else 0
+        if throttle_ms and hasattr(response, "throttle_time_ms"):
+            # KIP-219: the response tells the client how long it is throttled.
+            response.throttle_time_ms = max(response.throttle_time_ms, throttle_ms)
+            parts = encode_response(
+                request.spec, ctx.response_version, ctx.correlation_id, response
+            )
+            size = parts_length(parts)
+        for observer in self.response_observers:
+            observer(request, response, ctx.response_version)
+        if throttle_ms and throttler is not None:
+            throttling[0] = True
+            throttler.start(request, throttle_ms)
+        sink.deliver(SendResponse(request, parts, size))
+
+    def fail(self, request: Request, where: str) -> None:
+        """The broker failed on ``request`` (call it inside the ``except``): log it once
+        with its traceback, count it, and answer UNKNOWN_SERVER_ERROR, or close the
+        connection when the response cannot carry it."""
+        name = request.spec.name
+        log.exception("broker error %s %r from %s", where, request, request.client_host)
+        self.failures[name] = self.failures.get(name, 0) + 1
+        try:
+            self._answer_error(request)
+        except Exception:
+            log.debug("no error response for %r", request, exc_info=True)
+            self._close(request, "broker error")
+
+    def _answer_error(self, request: Request) -> None:
+        ctx: RequestContext | None = request.context.get("ctx")
+        version = ctx.response_version if ctx is not None else request.header.api_version
+        if request.body is None:
+            self._close(request, "broker error")
+            return
+        response = error_response(
+            request.spec,
+            version,
+            request.body,
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            "The server experienced an unexpected error when processing the request.",
+        )
+        if response is None:  # no error code to carry it: the client sees a disconnect
+            self._close(request, "broker error")
+            return
+        parts = encode_response(request.spec, version, request.header.correlation_id, response)
+        for observer in self.response_observers:  # so that the metrics count the error
+            try:
+                observer(request, response, version)
+            except Exception:
+                log.debug("a response observer failed on an error response", exc_info=True)
+        request.sink.deliver(SendResponse(request, parts, parts_length(parts)))
+
+    def _close(self, request: Request, reason: str) -> None:
+        request.sink.deliver(CloseConnectionResponse(request, reason))

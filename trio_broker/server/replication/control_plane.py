@@ -1,0 +1,168 @@
+"""What the controller tells this broker: LeaderAndIsr, StopReplica and UpdateMetadata.
+
+Owns: ``ControlPlane``, the broker's service for the control-plane APIs (the controller
+is ``tools/controller.py``, or any ZooKeeper-era Kafka controller): a stale controller
+epoch is refused; leadership and the metadata cache change in ``ClusterState`` (saved on
+a worker thread); a partition this broker is told to hold gets its topic entry and log
+(``TopicAdmin.ensure_partition``); parked fetches of a partition it no longer leads are
+answered at once, and so are Metadata requests parked for the first UpdateMetadata. A
+partition with followers gets its role in replication: as leader, its leader epoch begins
+at the log's end and ``Replication`` tracks the followers; as follower,
+``ReplicaFetchers`` fetches it from its leader.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+
+import trio
+
+from ...apis.metadata import DESCRIBED
+from ...apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
+from ...protocol.errors import ErrorCode
+from ..common.purgatory import Purgatory
+from ..topics.admin import TopicAdmin
+from .cluster_state import ClusterState
+from .replica_fetcher import ReplicaFetchers
+from .replica_manager import ReplicaManager
+
+
+class ControlPlane:
+    def __init__(
+        self,
+        broker_id: int,
+        cluster: ClusterState,
+        topics: TopicAdmin,
+        replica_manager: ReplicaManager,
+        fetch_purgatory: Purgatory,
+        metadata_purgatory: Purgatory,
+    ) -> None:
+        """``metadata_purgatory``: where Metadata and DescribeCluster requests wait for
+        the first UpdateMetadata (under ``apis.metadata.DESCRIBED``)."""
+        self.broker_id = broker_id
+        self.cluster = cluster
+        self.topics = topics
+        self.replica_manager = replica_manager
+        self.fetch_purgatory = fetch_purgatory
+        self.metadata_purgatory = metadata_purgatory
+        self.replication = replica_manager.replication
+        self.fetchers: ReplicaFetchers | None = None  # set by the broker
+        # Told when this broker comes to lead, or stops leading, a partition of a
+        # coordinator's topic (partition, leads, leader epoch), in a ZooKeeper cluster:
+        # the group coordinator's __consumer_offsets, the transaction coordinator's
+        # __transaction_state.
+        self.roles: dict[str, Callable[[int, bool, int], None]] = {}
+        # Set (and replaced) after every applied control request: for waiters on the view.
+        self.changed = trio.Event()
+
+    async def run_replication(
+        self, scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        """The leader's ISR checks and the follower's fetchers, until ``scope`` ends."""
+        with scope:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.replication.run)
+                if self.fetchers is not None:
+                    await nursery.start(self.fetchers.run)
+                task_status.started()
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def leader_and_isr(
+        self, controller_epoch: int, assignments: Sequence[PartitionAssignment]
+    ) -> list[int]:
+        """Apply LeaderAndIsr partition states; an error code for each."""
+        if not self.cluster.check_controller(controller_epoch):
+            return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(assignments)
+        errors: list[int] = []
+        for a in assignments:
+            error = self.cluster.assign(a)
+            if error == ErrorCode.NONE:
+                await self.topics.ensure_partition(a.topic, a.topic_id, a.partition)
+                if a.leader != self.broker_id:
+                    self.fetch_purgatory.complete_all((a.topic, a.partition))
+                await self._take_role(a)
+            errors.append(error)
+        await trio.to_thread.run_sync(self.cluster.save)
+        self._changed()
+        return errors
+
+    async def _take_role(self, a: PartitionAssignment) -> None:
+        """Lead (the epoch begins at this log's end) or follow the partition's leader."""
+        plog = self.replica_manager.partition(a.topic, a.partition)
+        if plog is None:
+            return
+        role = self.roles.get(a.topic)
+        if role is not None:
+            role(a.partition, a.leader == self.broker_id, a.leader_epoch)
+        plog.replicated = len(a.replicas) > 1
+        fetchers = self.fetchers
+        if a.leader == self.broker_id:
+            if fetchers is not None:
+                fetchers.unfollow(a.topic, a.partition)
+            await self.replica_manager.io.run(lambda: plog.assign_epoch(a.leader_epoch))
+            if plog.replicated:
+                self.replication.become_leader(a, a.version, plog.log_end_offset)
+            else:
+                self.replication.resign(a.topic, a.partition)
+            return
+        self.replication.resign(a.topic, a.partition)
+        if fetchers is not None:
+            if a.leader >= 0:
+                fetchers.follow(a.topic, a.partition, a.leader, a.leader_epoch)
+            else:
+                fetchers.unfollow(a.topic, a.partition)
+
+    async def stop_replicas(
+        self, controller_epoch: int, partitions: Sequence[tuple[str, int, bool]]
+    ) -> list[int]:
+        """Apply StopReplica: stop serving, and delete the log when asked."""
+        if not self.cluster.check_controller(controller_epoch):
+            return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(partitions)
+        errors: list[int] = []
+        deleted: set[str] = set()
+        for topic, index, delete in partitions:
+            self.cluster.stop(topic, index)
+            self.fetch_purgatory.complete_all((topic, index))
+            self.replication.resign(topic, index)
+            if self.fetchers is not None:
+                self.fetchers.unfollow(topic, index)
+            role = self.roles.get(topic)
+            if role is not None:
+                role(index, False, -1)
+            if delete and self.replica_manager.partition(topic, index) is not None:
+                await trio.to_thread.run_sync(
+                    self.replica_manager.delete_partition_log, topic, index
+                )
+                deleted.add(topic)
+            errors.append(ErrorCode.NONE)
+        for topic in deleted:  # a topic this broker replicates nothing of goes (deletion)
+            info = self.topics.catalog.get(topic)
+            if info is not None and not any(
+                key[0] == topic and state.replicas for key, state in self.cluster.leadership.items()
+            ):
+                await self.topics.forget(info)
+        await trio.to_thread.run_sync(self.cluster.save)
+        self._changed()
+        return errors
+
+    async def update_metadata(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        brokers: list[ClusterBroker],
+        partitions: dict[str, dict[int, PartitionInfo]],
+        topic_ids: dict[str, uuid.UUID],
+    ) -> int:
+        if not self.cluster.check_controller(controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self.cluster.update_metadata(
+            controller_id, controller_epoch, brokers, partitions, topic_ids
+        )
+        self.metadata_purgatory.check(DESCRIBED)
+        await trio.to_thread.run_sync(self.cluster.save)
+        self._changed()
+        return ErrorCode.NONE

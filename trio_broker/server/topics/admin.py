@@ -1,0 +1,290 @@
+"""Topics: what the broker holds and how they are created, deleted and grown.
+
+Owns: ``TopicAdmin``, the broker's topic service (CreateTopics, DeleteTopics,
+CreatePartitions, and the partitions LeaderAndIsr makes this broker hold): one lock orders
+every change, the catalog (``topics.json``) and the partition logs change together on a
+worker thread, and what a deleted topic leaves elsewhere (parked fetches, metrics, cluster
+state, committed offsets) is forgotten by the ``on_deleted`` callbacks the broker
+registers. Topic lookups answer with leaders as the control plane set them, and include
+topics this broker holds no partition of, as the controller described them.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+
+import trio
+
+from ...apis.services import TopicError, TopicInfo
+from ...apis.topic_names import topic_name_error
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import ZERO_UUID
+from ..config.broker_config import BrokerConfig, ConfigError
+from ..config.changes import plan_topic_change
+from ..config.topic_config import validate_topic_configs
+from ..groups.storage import INTERNAL_TOPICS
+from ..replication.cluster_state import ClusterState
+from ..replication.replica_manager import ReplicaManager
+from .catalog import TopicCatalog
+
+log = logging.getLogger("trio_broker.server")
+
+
+async def _no_configs(name: str) -> dict[str, str]:
+    return {}
+
+
+def _one_broker_holds(me: int, replicas: Sequence[Sequence[int]] | None) -> None:
+    """An assignment naming a broker other than this one is refused."""
+    for ids in replicas or ():
+        if list(ids) != [me]:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"every replica must be on broker {me} (the only broker), got {list(ids)}",
+            )
+
+
+class TopicAdmin:
+    def __init__(
+        self,
+        catalog: TopicCatalog,
+        cluster: ClusterState,
+        replica_manager: ReplicaManager,
+        config: Callable[[], BrokerConfig],
+    ) -> None:
+        self.catalog = catalog
+        self.cluster = cluster
+        self.replica_manager = replica_manager
+        self.config = config  # the running config (it changes at run time)
+        self._lock = trio.Lock()
+        # Called with a deleted topic, after its logs are gone.
+        self.on_deleted: list[Callable[[TopicInfo], None]] = []
+        # A new topic's config when a controller makes this broker a replica of it.
+        self.remote_configs: Callable[[str], Awaitable[dict[str, str]]] = _no_configs
+        # Topics' config overrides as the cluster has them (ZooKeeper's, in a cluster):
+        # for the topics this broker holds no partition of.
+        self.remote_topic_configs: Mapping[str, Mapping[str, str]] = {}
+
+    def topic(self, name: str) -> TopicInfo | None:
+        info = self.catalog.get(name)
+        if info is not None:
+            return self._cluster_view(info)
+        return self._cached_topic(name)
+
+    def overrides(self, name: str) -> Mapping[str, str] | None:
+        """The topic's config overrides (None: no such topic here)."""
+        info = self.catalog.get(name)
+        if info is not None:
+            return info.configs
+        return self.remote_topic_configs.get(name)
+
+    async def current_overrides(self, name: str) -> Mapping[str, str]:
+        """The overrides a change starts from (UNKNOWN_TOPIC_OR_PARTITION: no such topic)."""
+        info = self.catalog.get(name)
+        if info is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+        return info.configs
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        info = self.catalog.get_by_id(topic_id)
+        if info is not None:
+            return self._cluster_view(info)
+        cache = self.cluster.cache
+        name = next((t for t, i in cache.topic_ids.items() if i == topic_id), None)
+        return None if name is None else self._cached_topic(name)
+
+    def topics(self) -> Sequence[TopicInfo]:
+        local = [self._cluster_view(t) for t in self.catalog.all()]
+        names = {t.name for t in local}
+        remote = [
+            info
+            for name in sorted(self.cluster.cache.partitions)
+            if name not in names and (info := self._cached_topic(name)) is not None
+        ]
+        return local + remote
+
+    def _cluster_view(self, info: TopicInfo) -> TopicInfo:
+        """A local topic with leaders as the control plane set them."""
+        if not self.cluster.leadership and not self.cluster.cache.from_controller:
+            return info
+        # The controller's partitions when it described the topic (this broker may hold
+        # only some of them), else the local ones.
+        known = self.cluster.cache.partitions_of(info.name)
+        indexes = sorted(known) if known else [p.index for p in info.partitions]
+        parts = tuple(self.cluster.partition_info(info.name, i) for i in indexes)
+        return replace(info, partitions=parts)
+
+    def _cached_topic(self, name: str) -> TopicInfo | None:
+        """A topic this broker holds no partition of, as the controller described it."""
+        cache = self.cluster.cache
+        parts = cache.partitions_of(name)
+        if not parts:
+            return None
+        topic_id = cache.topic_ids.get(name, ZERO_UUID)
+        configs = dict(self.remote_topic_configs.get(name, {}))
+        return TopicInfo(name, topic_id, tuple(parts[i] for i in sorted(parts)), configs=configs)
+
+    async def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str | None],
+        *,
+        validate_only: bool = False,
+        replication_factor: int = 1,
+        replicas: Sequence[Sequence[int]] | None = None,
+    ) -> TopicInfo:
+        """One broker holds every replica: a replication factor other than 1, or an
+        assignment naming another broker, is refused."""
+        _one_broker_holds(self.cluster.broker_id, replicas)
+        if replicas is None and replication_factor != 1:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor {replication_factor} is larger than 1, the broker count",
+            )
+        problem = topic_name_error(name)
+        if problem is not None:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        if num_partitions < 1:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS, "a topic needs at least 1 partition")
+        try:
+            validate_topic_configs(configs)
+        except ConfigError as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        clean = {k: v for k, v in configs.items() if v is not None}
+        async with self._lock:
+            if self.catalog.get(name) is not None:
+                raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            if validate_only:
+                return TopicInfo(name, ZERO_UUID, ())
+            info = await trio.to_thread.run_sync(
+                self._create_topic_blocking, name, num_partitions, clean
+            )
+        log.info("created topic %s with %d partitions", name, num_partitions)
+        return info
+
+    def _create_topic_blocking(
+        self, name: str, num_partitions: int, configs: Mapping[str, str]
+    ) -> TopicInfo:
+        info = self.catalog.create(name, num_partitions, configs)
+        self.replica_manager.create_logs(info)
+        return info
+
+    async def delete_topic(self, name: str) -> None:
+        if not self.config()["delete.topic.enable"]:
+            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+        async with self._lock:
+            info = self.catalog.get(name)
+            if info is None:
+                raise TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                )
+            if info.internal:
+                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
+            await self._forget_locked(info)
+
+    async def forget(self, info: TopicInfo) -> None:
+        """Remove the topic, its logs and what other services keep of it."""
+        async with self._lock:
+            await self._forget_locked(info)
+
+    async def _forget_locked(self, info: TopicInfo) -> None:
+        await trio.to_thread.run_sync(self._delete_topic_blocking, info)
+        for forget in self.on_deleted:
+            forget(info)
+        log.info("deleted topic %s", info.name)
+
+    def _delete_topic_blocking(self, info: TopicInfo) -> None:
+        self.catalog.delete(info.name)
+        self.replica_manager.delete_logs(info)
+
+    async def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        validate_only: bool,
+        replicas: Sequence[Sequence[int]] | None = None,
+    ) -> None:
+        _one_broker_holds(self.cluster.broker_id, replicas)
+        async with self._lock:
+            info = self.catalog.get(name)
+            if info is None:
+                raise TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                )
+            if info.internal:  # the group coordinator's partitioning depends on its size
+                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
+            if count <= len(info.partitions):
+                raise TopicError(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"topic {name!r} has {len(info.partitions)} partitions; "
+                    f"the new count {count} must be larger",
+                )
+            if validate_only:
+                return
+            await trio.to_thread.run_sync(self._grow_topic_blocking, info, count)
+        log.info("topic %s now has %d partitions", name, count)
+
+    async def set_configs(
+        self, name: str, overrides: Mapping[str, str], *, validate_only: bool
+    ) -> None:
+        """Replace a topic's config overrides (AlterConfigs): checked (``ChangeRefused``),
+        stored in the catalog and in force in its partition logs at once."""
+        clean = plan_topic_change(overrides)
+        async with self._lock:
+            info = self.catalog.get(name)
+            if info is None:
+                raise TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                )
+            if validate_only:
+                return
+            await trio.to_thread.run_sync(self._set_configs_blocking, replace(info, configs=clean))
+        log.info("topic %s configs now %s", name, clean)
+
+    def _set_configs_blocking(self, info: TopicInfo) -> None:
+        # In force first, then described: DescribeConfigs never shows a change that its
+        # logs do not follow yet.
+        self.replica_manager.reconfigure(info)  # may wait behind a partition's fsync
+        self.catalog.replace(info)
+
+    def _grow_topic_blocking(self, info: TopicInfo, count: int) -> None:
+        grown = self.catalog.with_partitions(info, count)
+        self.catalog.replace(grown)
+        self.replica_manager.create_logs(grown)
+
+    async def ensure_partition(self, topic: str, topic_id: uuid.UUID | None, index: int) -> None:
+        """Make sure this broker has ``topic`` with partition ``index`` and its log; a new
+        topic gets its config from ``remote_configs`` (ZooKeeper's, in a cluster)."""
+        async with self._lock:
+            info = self.catalog.get(topic)
+            configs = await self.remote_configs(topic) if info is None else {}
+
+            def make() -> None:
+                if info is None:
+                    new = self.catalog.create(
+                        topic,
+                        index + 1,
+                        configs,
+                        topic_id=topic_id if topic_id != ZERO_UUID else None,
+                        internal=topic in INTERNAL_TOPICS,
+                    )
+                elif index >= len(info.partitions):
+                    new = self.catalog.with_partitions(info, index + 1)
+                    self.catalog.replace(new)
+                else:
+                    new = info
+                self.replica_manager.create_logs(new, only=index)  # the one it holds
+
+            await trio.to_thread.run_sync(make)
+
+
+async def side_by_side(jobs: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    """Run ``jobs`` concurrently in one nursery (the APIs do not import Trio)."""
+    async with trio.open_nursery() as nursery:
+        for job in jobs:
+            nursery.start_soon(job)
