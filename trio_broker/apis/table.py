@@ -15,33 +15,25 @@ from typing import Any
 from ..protocol import messages
 from ..protocol.api import ApiKey, ApiSpec
 from ..protocol.schema import VersionRange
-from . import (
+from . import api_versions, controller, metadata, sasl, unserved
+from .admin import (
     acls,
     alter_configs,
-    api_versions,
     client_quotas,
     cluster,
     configs,
-    controller,
-    delete_records,
     elections,
-    fetch,
-    group_offsets,
-    groups,
-    init_producer_id,
-    leader_epochs,
-    list_offsets,
-    metadata,
-    produce,
     reassignments,
-    sasl,
     scram_credentials,
     topics,
-    transactions,
-    txn_markers,
-    unserved,
 )
 from .context import RequestContext
+from .data import delete_records, fetch, leader_epochs, list_offsets, produce
+from .groups import membership as groups
+from .groups import offsets as group_offsets
+from .transactions import coordinator as transactions
+from .transactions import init_producer_id
+from .transactions import markers as txn_markers
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 

@@ -10,10 +10,10 @@ broker's (``elect_leaders``: the controller's, NOT_CONTROLLER on any other broke
 
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.elections import ElectLeadersRequest, ElectLeadersResponse
-from .authz import Op, cluster_allowed
-from .context import RequestContext
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.elections import ElectLeadersRequest, ElectLeadersResponse
+from ..authz import Op, cluster_allowed
+from ..context import RequestContext
 
 Result = ElectLeadersResponse.ReplicaElectionResult
 

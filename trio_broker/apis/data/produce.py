@@ -22,15 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.api import ApiKey, spec_for
-from ..protocol.errors import ErrorCode
-from ..protocol.schema import item_type
-from ..records.header import TRANSACTIONAL_MASK
-from ..records.reader import iter_batches
-from .authz import TOPIC, TRANSACTIONAL_ID, Op, allowed
-from .context import CloseConnection, RequestContext
+from ...protocol.api import ApiKey, spec_for
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import item_type
+from ...records.header import TRANSACTIONAL_MASK
+from ...records.reader import iter_batches
+from ..authz import TOPIC, TRANSACTIONAL_ID, Op, allowed
+from ..context import CloseConnection, RequestContext
+from ..services import WriteResult
 from .leader_hints import point_to_leaders
-from .services import WriteResult
 
 _SPEC = spec_for(ApiKey.Produce)
 assert _SPEC is not None

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.api import ApiKey, spec_for
-from ..protocol.errors import ErrorCode
-from ..protocol.schema import item_type
-from .authz import TOPIC as TOPIC_RESOURCE
-from .authz import Op, allowed, cluster_allowed
-from .context import RequestContext
-from .services import broker_name_problem
+from ...protocol.api import ApiKey, spec_for
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import item_type
+from ..authz import TOPIC as TOPIC_RESOURCE
+from ..authz import Op, allowed, cluster_allowed
+from ..context import RequestContext
+from ..services import broker_name_problem
 
 _SPEC = spec_for(ApiKey.DescribeConfigs)
 assert _SPEC is not None

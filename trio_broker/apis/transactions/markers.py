@@ -11,11 +11,11 @@ request's order.
 
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
-from .authz import Op, cluster_allowed
-from .context import RequestContext
-from .services import TxnMarker
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from ..authz import Op, cluster_allowed
+from ..context import RequestContext
+from ..services import TxnMarker
 
 Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
 TopicResult = Result.WritableTxnMarkerTopicResult

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.groups import (
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeGroupsRequest,
@@ -48,8 +48,8 @@ from ..protocol.messages.groups import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from ..security.acl import ResourceType
-from .authz import (
+from ...security.acl import ResourceType
+from ..authz import (
     GROUP,
     NOT_REQUESTED_OPERATIONS,
     Op,
@@ -57,8 +57,8 @@ from .authz import (
     authorized_operations,
     cluster_allowed,
 )
-from .context import Deferred, RequestContext
-from .group_services import (
+from ..context import Deferred, RequestContext
+from ..group_services import (
     JoinParams,
     JoinResult,
     MemberIdentity,

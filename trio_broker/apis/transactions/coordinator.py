@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.transactions import (
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.transactions import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnPartitionResult,
@@ -40,11 +40,11 @@ from ..protocol.messages.transactions import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
-from ..security.acl import ResourceType
-from .authz import GROUP, TOPIC, Op, allowed, cluster_allowed
-from .context import RequestContext
-from .group_services import OffsetCommitEntry, coordinator_of, unknown_topic_partition
-from .txn_services import ActiveProducer
+from ...security.acl import ResourceType
+from ..authz import GROUP, TOPIC, Op, allowed, cluster_allowed
+from ..context import RequestContext
+from ..group_services import OffsetCommitEntry, coordinator_of, unknown_topic_partition
+from ..txn_services import ActiveProducer
 
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 TopicPartition = tuple[str, int]

@@ -30,14 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.api import ApiKey, spec_for
-from ..protocol.errors import ErrorCode
-from ..protocol.schema import ZERO_UUID, item_type
-from .authz import TOPIC, Op, allowed, cluster_allowed
-from .context import RequestContext
-from .fetch_sessions import INITIAL_EPOCH, CachedPartition, FetchSession, Key
+from ...protocol.api import ApiKey, spec_for
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import ZERO_UUID, item_type
+from ..authz import TOPIC, Op, allowed, cluster_allowed
+from ..context import RequestContext
+from ..fetch_sessions import INITIAL_EPOCH, CachedPartition, FetchSession, Key
+from ..services import ReadItem, ReadResult
 from .leader_hints import point_to_leaders
-from .services import ReadItem, ReadResult
 
 _SPEC = spec_for(ApiKey.Fetch)
 assert _SPEC is not None

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..protocol.errors import ErrorCode
-from .context import RequestContext
+from ...protocol.errors import ErrorCode
+from ..context import RequestContext
 
 MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 

@@ -10,8 +10,8 @@ creations of the same request are stored all the same, as Kafka does.
 
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.acls import (
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.acls import (
     CreateAclsRequest,
     CreateAclsResponse,
     DeleteAclsRequest,
@@ -19,9 +19,9 @@ from ..protocol.messages.acls import (
     DescribeAclsRequest,
     DescribeAclsResponse,
 )
-from ..security.acl import AclBinding, AclError, AclFilter
-from .authz import Op, cluster_allowed
-from .context import RequestContext
+from ...security.acl import AclBinding, AclError, AclFilter
+from ..authz import Op, cluster_allowed
+from ..context import RequestContext
 
 _DENIED = "the cluster ALTER permission is needed to change ACLs"
 

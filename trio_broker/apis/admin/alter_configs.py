@@ -18,13 +18,13 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..protocol.api import ApiKey, spec_for
-from ..protocol.errors import ErrorCode
-from ..protocol.schema import item_type
-from .authz import TOPIC as TOPIC_RESOURCE
-from .authz import Op, allowed, cluster_allowed
-from .context import RequestContext
-from .services import TopicError
+from ...protocol.api import ApiKey, spec_for
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import item_type
+from ..authz import TOPIC as TOPIC_RESOURCE
+from ..authz import Op, allowed, cluster_allowed
+from ..context import RequestContext
+from ..services import TopicError
 
 TOPIC, BROKER = 2, 4
 

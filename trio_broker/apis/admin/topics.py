@@ -19,12 +19,12 @@ import functools
 from collections import Counter
 from typing import Any
 
-from ..protocol.api import ApiKey, spec_for
-from ..protocol.errors import ErrorCode
-from ..protocol.schema import ZERO_UUID, item_type
-from .authz import TOPIC, Op, allowed, cluster_allowed
-from .context import RequestContext
-from .services import TopicError
+from ...protocol.api import ApiKey, spec_for
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import ZERO_UUID, item_type
+from ..authz import TOPIC, Op, allowed, cluster_allowed
+from ..context import RequestContext
+from ..services import TopicError
 
 _CREATE = spec_for(ApiKey.CreateTopics)
 _DELETE = spec_for(ApiKey.DeleteTopics)

@@ -14,22 +14,22 @@ it, every user's result is CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.scram import (
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.scram import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
-from ..security.scram import (
+from ...security.scram import (
     MECHANISM_NAMES,
     MECHANISMS,
     CredentialError,
     ScramCredential,
     credential_from_salted_password,
 )
-from .authz import Op, cluster_allowed
-from .context import RequestContext
+from ..authz import Op, cluster_allowed
+from ..context import RequestContext
 
 DescribeResult = DescribeUserScramCredentialsResponse.Result
 AlterResult = AlterUserScramCredentialsResponse.Result

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.api import ApiKey, spec_for
-from ..protocol.errors import ErrorCode
-from ..protocol.schema import item_type
-from .authz import TOPIC, Op, allowed
-from .context import RequestContext
+from ...protocol.api import ApiKey, spec_for
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import item_type
+from ..authz import TOPIC, Op, allowed
+from ..context import RequestContext
 
 _SPEC = spec_for(ApiKey.ListOffsets)
 assert _SPEC is not None

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.group_offsets import (
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.group_offsets import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetDeleteRequest,
@@ -33,9 +33,9 @@ from ..protocol.messages.group_offsets import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from .authz import GROUP, TOPIC, Op, allowed
-from .context import RequestContext
-from .group_services import (
+from ..authz import GROUP, TOPIC, Op, allowed
+from ..context import RequestContext
+from ..group_services import (
     CommittedOffset,
     OffsetCommitEntry,
     TopicPartition,

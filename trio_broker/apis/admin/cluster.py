@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..protocol.api import ApiKey, spec_for
-from ..protocol.errors import ErrorCode
-from ..protocol.schema import item_type
-from .authz import CLUSTER, NOT_REQUESTED_OPERATIONS, Op, authorized_operations, cluster_allowed
-from .context import RequestContext
-from .metadata import park_until_described
+from ...protocol.api import ApiKey, spec_for
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import item_type
+from ..authz import CLUSTER, NOT_REQUESTED_OPERATIONS, Op, authorized_operations, cluster_allowed
+from ..context import RequestContext
+from ..metadata import park_until_described
 
 _CLUSTER = spec_for(ApiKey.DescribeCluster)
 _DIRS = spec_for(ApiKey.DescribeLogDirs)

@@ -12,15 +12,15 @@ have begun; List names only the partitions being moved (of those asked for, or a
 
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.reassignments import (
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
-from .authz import Op, cluster_allowed
-from .context import RequestContext
+from ..authz import Op, cluster_allowed
+from ..context import RequestContext
 
 Altered = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 Ongoing = ListPartitionReassignmentsResponse.OngoingTopicReassignment

@@ -12,11 +12,11 @@ INVALID_PRODUCER_EPOCH before v4.
 
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.produce import InitProducerIdRequest, InitProducerIdResponse
-from .authz import TOPIC, Op, cluster_allowed
-from .context import RequestContext
-from .transactions import fenced_for, may_write_txn
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.produce import InitProducerIdRequest, InitProducerIdResponse
+from ..authz import TOPIC, Op, cluster_allowed
+from ..context import RequestContext
+from .coordinator import fenced_for, may_write_txn
 
 
 async def handle(ctx: RequestContext, req: InitProducerIdRequest) -> InitProducerIdResponse:

@@ -11,15 +11,15 @@ DESCRIBE_CONFIGS on the cluster, altering ALTER_CONFIGS (CLUSTER_AUTHORIZATION_F
 
 from __future__ import annotations
 
-from ..protocol.errors import ErrorCode
-from ..protocol.messages.quotas import (
+from ...protocol.errors import ErrorCode
+from ...protocol.messages.quotas import (
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
-from .authz import Op, cluster_allowed
-from .context import RequestContext
+from ..authz import Op, cluster_allowed
+from ..context import RequestContext
 
 EXACT, DEFAULT, ANY = 0, 1, 2
 ENTITY_TYPES = ("user", "client-id")
