@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from trio_broker.log import PartitionLog
-from trio_broker.log.cleaner import (
+from trio_broker.log.cleaner.compaction import (
     _build_map,
     _SegmentCleaner,
     clean,
     dirty_state,
     read_first_dirty,
 )
-from trio_broker.log.offset_map import OffsetMap
+from trio_broker.log.cleaner.offset_map import OffsetMap
 from trio_broker.log.swap import CLEANED_SUFFIX, SWAP_SUFFIX, commit_cleaned
 from trio_broker.records import Record, build_batch, iter_batches, iter_records, validate_batches
 from trio_broker.records.header import CONTROL_MASK, Compression

@@ -9,7 +9,7 @@ import pytest
 
 from trio_broker.log import PartitionLog
 from trio_broker.log.errors import ReplicaGap, ReplicaOverlap
-from trio_broker.log.leader_epochs import EPOCH_FILE, UNDEFINED
+from trio_broker.log.index.leader_epochs import EPOCH_FILE, UNDEFINED
 from trio_broker.log.producer_state import ProducerStateError
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.records import Record, RecordsError, build_batch, validate_batches

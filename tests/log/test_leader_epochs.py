@@ -3,7 +3,7 @@ the OffsetForLeaderEpoch answers, and its survival of restarts, crashes and dele
 
 from __future__ import annotations
 
-from trio_broker.log.leader_epochs import EPOCH_FILE, UNDEFINED, LeaderEpochCache
+from trio_broker.log.index.leader_epochs import EPOCH_FILE, UNDEFINED, LeaderEpochCache
 
 from .helpers import fill, open_log, records
 

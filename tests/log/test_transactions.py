@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker.log.cleaner import clean
+from trio_broker.log.cleaner.compaction import clean
+from trio_broker.log.index.transactions import ENTRY_SIZE, AbortedTxn, read_entries, txn_index_path
 from trio_broker.log.producer_state import ProducerStateError
-from trio_broker.log.txn_index import ENTRY_SIZE, AbortedTxn, read_entries, txn_index_path
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.records import ValidatedRecords, validate_batches
 from trio_broker.records.control import EndTxnMarker, marker_batch, read_marker

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from trio_broker.log import OffsetOutOfRange, PartitionLog
-from trio_broker.log.cleaner import read_first_dirty, write_first_dirty
-from trio_broker.log.leader_epochs import EPOCH_FILE, UNDEFINED, LeaderEpochCache
+from trio_broker.log.cleaner.compaction import read_first_dirty, write_first_dirty
+from trio_broker.log.index.leader_epochs import EPOCH_FILE, UNDEFINED, LeaderEpochCache
 from trio_broker.log.log_view import read_batches
 from trio_broker.log.producer_state import ProducerStateError, ProducerStateManager
 from trio_broker.log.segment import LogSegment

@@ -28,13 +28,13 @@ from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
 from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
-from .leader_epochs import LeaderEpochCache
+from .index.leader_epochs import LeaderEpochCache
+from .index.transactions import AbortedTxn, TxnIndexes
 from .loader import LoadStats
 from .log_view import LogView
 from .producer_state import CompletedTxn, ProducerStateManager
 from .retention import segments_to_delete
 from .segment import LogSegment, SegmentDamaged
-from .txn_index import AbortedTxn, TxnIndexes
 
 _ONGOING = 2**63 - 1  # the last offset an ongoing transaction is given in the view
 

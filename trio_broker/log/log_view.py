@@ -24,9 +24,9 @@ from trio_broker.records.header import BatchHeader, TimestampType
 from trio_broker.records.reader import iter_records
 
 from .handles import FileHandle
+from .index.transactions import AbortedTxn
 from .scan import read_header
 from .segment import LogSegment
-from .txn_index import AbortedTxn
 
 
 class SegmentGone(Exception):

@@ -34,14 +34,14 @@ from .checkpoint import PartitionCheckpoint, read_first_dirty, write_checkpoint,
 from .config import LogConfig
 from .errors import LogStorageError, OffsetOutOfRange, ReplicaGap, ReplicaOverlap
 from .files import fsync_dir
-from .leader_epochs import LeaderEpochCache
+from .index.leader_epochs import LeaderEpochCache
+from .index.transactions import collect
 from .loader import load_segments
 from .log_core import LogCore
 from .log_view import LogView, SegmentGone, max_timestamp_in, offset_for_timestamp, read_batches
 from .results import AppendInfo, ReadInfo
 from .segment import LogSegment, SegmentDamaged, batches_from, headers_from
 from .swap import commit_cleaned, discard_cleaned, install_swap
-from .txn_index import collect
 
 logger = logging.getLogger(__name__)
 

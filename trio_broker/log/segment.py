@@ -27,9 +27,9 @@ from trio_broker.records.stamping import StampedRecords
 from .config import LogConfig
 from .errors import CorruptIndex
 from .handles import FileHandle, SharedFile
-from .index import OffsetIndex, TimeIndex
+from .index.sparse import OffsetIndex, TimeIndex
+from .index.transactions import txn_index_path
 from .scan import BatchScanner, pread_exact, read_header
-from .txn_index import txn_index_path
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

@@ -26,9 +26,9 @@ from typing import Any
 
 import trio
 
-from ...log.cleaner import CleanResult, DirtyState, clean, dirty_state
+from ...log.cleaner.compaction import CleanResult, DirtyState, clean, dirty_state
+from ...log.cleaner.offset_map import slots_for
 from ...log.errors import LogError
-from ...log.offset_map import slots_for
 from ...log.partition_log import PartitionLog
 from ..common.io_pool import IoPool
 from ..config.broker_config import BrokerConfig

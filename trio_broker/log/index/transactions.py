@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import atomic_write, fsync_dir
+from ..files import atomic_write, fsync_dir
 
 TXN_INDEX_SUFFIX = ".txnindex"
 ENTRY = struct.Struct(">hqqqq")

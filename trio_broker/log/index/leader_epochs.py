@@ -30,7 +30,7 @@ from pathlib import Path
 
 from trio_broker.records.header import BatchHeader
 
-from .files import atomic_write
+from ..files import atomic_write
 
 EPOCH_FILE = "leader-epoch-checkpoint"
 _VERSION = "0"

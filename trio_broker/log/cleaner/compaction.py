@@ -42,13 +42,13 @@ from trio_broker.records.reader import DecodedRecord, iter_records
 from trio_broker.records.retain import delete_horizon, empty_batch, retained_batch
 from trio_broker.records.stamping import StampedRecords
 
-from .checkpoint import CLEANER_CHECKPOINT_FILE, read_first_dirty, write_first_dirty
-from .log_view import SegmentGone, reference
+from ..checkpoint import CLEANER_CHECKPOINT_FILE, read_first_dirty, write_first_dirty
+from ..log_view import SegmentGone, reference
+from ..partition_log import PartitionLog
+from ..scan import BatchScanner, pread_exact
+from ..segment import LogSegment
+from ..swap import CLEANED_SUFFIX, discard_cleaned
 from .offset_map import OffsetMap
-from .partition_log import PartitionLog
-from .scan import BatchScanner, pread_exact
-from .segment import LogSegment
-from .swap import CLEANED_SUFFIX, discard_cleaned
 
 CHECKPOINT_FILE = CLEANER_CHECKPOINT_FILE
 _WRITE_CHUNK = 1 << 20

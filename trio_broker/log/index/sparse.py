@@ -20,7 +20,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 
-from .errors import CorruptIndex
+from ..errors import CorruptIndex
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
