@@ -9,14 +9,17 @@ import pytest
 from trio_broker.server.config.broker_config import BrokerConfig
 from trio_broker.server.config.changes import ChangeRefused, plan_broker_change
 from trio_broker.server.config.configdef import ConfigError, ConfigSource
-from trio_broker.server.config.topic_config import effective_topic_config, validate_topic_configs
+from trio_broker.server.config.topic_config import (
+    effective_topic_config,
+    throttled_replicas_problem,
+    validate_topic_configs,
+)
 from trio_broker.server.replication.throttles import (
     NO_THROTTLE,
     ReplicationQuota,
     ReplicationQuotas,
     split_list,
     throttled_partitions,
-    throttled_replicas_problem,
 )
 
 LEADER = "leader.replication.throttled.replicas"

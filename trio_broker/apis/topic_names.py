@@ -1,4 +1,5 @@
-"""Kafka's rules for topic names (Topic.validate): legal characters and length."""
+"""Kafka's rules for topic names (its ``Topic``): legal characters and length, and the
+names of the internal topics."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import re
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TXN_STATE_TOPIC = "__transaction_state"
+# The coordinators' topics: their partitioning is theirs (not to be grown by clients).
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_STATE_TOPIC})
 
 
 def topic_name_error(name: str) -> str | None:

@@ -15,12 +15,12 @@ the other. Pure functions; no I/O.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from ...log.config import LogConfig
-from ..replication.throttles import FOLLOWER, LEADER, THROTTLED_REPLICAS, throttled_replicas_problem
 from .broker_config import BROKER_CONFIG_DEF, BrokerConfig
 from .configdef import (
     HIDDEN,
@@ -116,6 +116,27 @@ _TOPIC_KEYS: tuple[tuple[str, str, str], ...] = (
         "Whether an out-of-sync replica may become leader.",
     ),
 )
+
+
+# The replication throttles' topic keys (KIP-73), one per side of replication.
+LEADER, FOLLOWER = "leader", "follower"
+THROTTLED_REPLICAS = {
+    LEADER: "leader.replication.throttled.replicas",
+    FOLLOWER: "follower.replication.throttled.replicas",
+}
+_ENTRY = re.compile(r"[0-9]+:[0-9]+")
+_EXPECTED = (
+    "must be the literal '*' or a list of replicas in the following format: "
+    "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+)
+
+
+def throttled_replicas_problem(items: Sequence[str]) -> str | None:
+    """Why a throttled-replicas list is refused (Kafka's words, its
+    ThrottledReplicaListValidator: ``""``, ``"*"`` or ``partition:broker,...``), or None."""
+    if "".join(items) == "*" or all(_ENTRY.fullmatch(item) for item in items):
+        return None
+    return _EXPECTED
 
 
 def _topic_key(name: str, broker_key: str, doc: str) -> ConfigKey:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from ...apis.services import TopicInfo
+from ...apis.topic_names import OFFSETS_TOPIC
 from ...log.errors import LogError
 from ...log.partition_log import PartitionLog
 from ...protocol.errors import ErrorCode
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("trio_broker.groups")
 
-OFFSETS_TOPIC = "__consumer_offsets"
-TXN_STATE_TOPIC = "__transaction_state"
-# The coordinators' topics: their partitioning is theirs (not to be grown by clients).
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TXN_STATE_TOPIC})
 # The internal topic's own configs, Kafka's: compacted (the coordinator writes tombstones
 # for expired offsets and deleted groups), never deleted by time or size.
 OFFSETS_TOPIC_CONFIGS = {

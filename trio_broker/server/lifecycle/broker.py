@@ -35,6 +35,7 @@ from ...apis.context import Deferred
 from ...apis.fetch_sessions import FetchSessionCache
 from ...apis.services import BrokerEndpoint, Deferrable, TopicInfo
 from ...apis.table import API_TABLE, SINGLE_BROKER_TABLE, ZOOKEEPER_ONLY, ApiTable
+from ...apis.topic_names import OFFSETS_TOPIC, TXN_STATE_TOPIC
 from ...log.dir_lock import LogDirLock
 from ...network.socket_server import ListenerSpec, SocketServer
 from ..access.acl_store import AclStore, Authorization
@@ -57,7 +58,7 @@ from ..coordination.producer_ids import claim_block
 from ..coordination.wiring import join_cluster
 from ..groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from ..groups.locator import CoordinatorLocator
-from ..groups.storage import OFFSETS, OFFSETS_TOPIC, TXN_STATE_TOPIC
+from ..groups.storage import OFFSETS
 from ..handlers.delayed import DelayedResponse
 from ..handlers.faults import FaultInjector
 from ..handlers.handler_pool import HandlerPool

@@ -15,17 +15,32 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import trio
 
 from ...apis.metadata import DESCRIBED
-from ...apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
+from ...apis.services import ClusterBroker, PartitionAssignment, PartitionInfo, TopicInfo
 from ...protocol.errors import ErrorCode
 from ..common.purgatory import Purgatory
-from ..topics.admin import TopicAdmin
 from .cluster_state import ClusterState
 from .replica_fetcher import ReplicaFetchers
 from .replica_manager import ReplicaManager
+
+
+class HeldTopics(Protocol):
+    """The topics this broker holds, as the control plane changes them (``TopicAdmin``):
+    replication sits below the topic service, so it names only what it calls."""
+
+    def held(self, name: str) -> TopicInfo | None:
+        """The topic's entry in this broker's catalog (None: no partition of it here)."""
+        ...
+
+    async def ensure_partition(
+        self, topic: str, topic_id: uuid.UUID | None, index: int
+    ) -> None: ...
+
+    async def forget(self, info: TopicInfo) -> None: ...
 
 
 class ControlPlane:
@@ -33,7 +48,7 @@ class ControlPlane:
         self,
         broker_id: int,
         cluster: ClusterState,
-        topics: TopicAdmin,
+        topics: HeldTopics,
         replica_manager: ReplicaManager,
         fetch_purgatory: Purgatory,
         metadata_purgatory: Purgatory,
@@ -140,7 +155,7 @@ class ControlPlane:
                 deleted.add(topic)
             errors.append(ErrorCode.NONE)
         for topic in deleted:  # a topic this broker replicates nothing of goes (deletion)
-            info = self.topics.catalog.get(topic)
+            info = self.topics.held(topic)
             if info is not None and not any(
                 key[0] == topic and state.replicas for key, state in self.cluster.leadership.items()
             ):

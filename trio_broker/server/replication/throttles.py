@@ -1,13 +1,12 @@
 """Replication throttles (KIP-73): Kafka's ReplicationQuotaManager, once per side.
 
-Owns: the syntax of the topic keys ``leader.replication.throttled.replicas`` and
-``follower.replication.throttled.replicas`` (``throttled_replicas_problem``, Kafka's
-ThrottledReplicaListValidator: ``""``, ``"*"`` or ``partition:broker,...``), which
-partitions of a topic such a list throttles on one broker (``throttled_partitions``, as
-Kafka's TopicConfigHandler: the entries naming this broker's id, or every partition for
-``"*"``), and ``ReplicationQuota``: one side's throttled partitions, by topic, and the byte
-rate of what this broker sends (leader) or receives (follower) for them, against
-``leader.replication.throttled.rate`` / ``follower.replication.throttled.rate``.
+Owns: which partitions of a topic a ``*.replication.throttled.replicas`` list throttles
+on one broker (``throttled_partitions``, as Kafka's TopicConfigHandler: the entries naming
+this broker's id, or every partition for ``"*"``; the lists' syntax is the topic config's,
+``config.topic_config.throttled_replicas_problem``), and ``ReplicationQuota``: one
+side's throttled partitions, by topic, and the byte rate of what this broker sends
+(leader) or receives (follower) for them, against ``leader.replication.throttled.rate`` /
+``follower.replication.throttled.rate``.
 
 The rules are Kafka's (ReplicaManager, ReplicaFetcherThread): a partition's data is held
 back only for a replica out of the ISR, on a partition the side throttles, while the
@@ -24,21 +23,21 @@ every check, so a change applies at once. Must not: read or send records.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..config.configdef import LONG_MAX
+from ..config.topic_config import (
+    FOLLOWER,
+    LEADER,
+    THROTTLED_REPLICAS,
+    throttled_replicas_problem,
+)
 from ..quotas.manager import SampledRate
 
 log = logging.getLogger("trio_broker.replication")
 
-LEADER, FOLLOWER = "leader", "follower"
-THROTTLED_REPLICAS = {
-    LEADER: "leader.replication.throttled.replicas",
-    FOLLOWER: "follower.replication.throttled.replicas",
-}
 THROTTLED_RATE = {
     LEADER: "leader.replication.throttled.rate",
     FOLLOWER: "follower.replication.throttled.rate",
@@ -47,18 +46,6 @@ NO_THROTTLE = LONG_MAX  # Kafka's default rate: Long.MAX_VALUE, no throttle
 
 EVERY_PARTITION: frozenset[int] | None = None  # what "*" throttles
 _NONE: frozenset[int] = frozenset()
-_ENTRY = re.compile(r"[0-9]+:[0-9]+")
-_EXPECTED = (
-    "must be the literal '*' or a list of replicas in the following format: "
-    "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
-)
-
-
-def throttled_replicas_problem(items: Sequence[str]) -> str | None:
-    """Why a throttled-replicas list is refused (Kafka's words), or None."""
-    if "".join(items) == "*" or all(_ENTRY.fullmatch(item) for item in items):
-        return None
-    return _EXPECTED
 
 
 def split_list(raw: str) -> tuple[str, ...]:

@@ -19,13 +19,12 @@ from dataclasses import replace
 import trio
 
 from ...apis.services import TopicError, TopicInfo
-from ...apis.topic_names import topic_name_error
+from ...apis.topic_names import INTERNAL_TOPICS, topic_name_error
 from ...protocol.errors import ErrorCode
 from ...protocol.schema import ZERO_UUID
 from ..config.broker_config import BrokerConfig, ConfigError
 from ..config.changes import plan_topic_change
 from ..config.topic_config import validate_topic_configs
-from ..groups.storage import INTERNAL_TOPICS
 from ..replication.cluster_state import ClusterState
 from ..replication.replica_manager import ReplicaManager
 from .catalog import TopicCatalog
@@ -73,6 +72,10 @@ class TopicAdmin:
         if info is not None:
             return self._cluster_view(info)
         return self._cached_topic(name)
+
+    def held(self, name: str) -> TopicInfo | None:
+        """The topic's entry in this broker's catalog (None: no partition of it here)."""
+        return self.catalog.get(name)
 
     def overrides(self, name: str) -> Mapping[str, str] | None:
         """The topic's config overrides (None: no such topic here)."""

@@ -7,8 +7,9 @@ and re-exports the coordinator's parts.
 
 from __future__ import annotations
 
+from ...apis.topic_names import TXN_STATE_TOPIC
 from ..config.broker_config import BrokerConfig
-from ..groups.storage import TXN_STATE_TOPIC, InternalTopicSpec
+from ..groups.storage import InternalTopicSpec
 from .coordinator import TransactionCoordinator, TxnConfig
 from .markers import MarkerWriter, TxnMarker
 
