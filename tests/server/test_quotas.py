@@ -107,7 +107,7 @@ def test_a_failed_write_changes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     def broken(path: Path, data: bytes) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("trio_broker.server.common.json_store.atomic_write", broken)
+    monkeypatch.setattr("trio_broker.server.datadir.json_store.atomic_write", broken)
     with pytest.raises(OSError):
         store.alter(app, {"producer_byte_rate": 5})
     assert store.get(app) == {"producer_byte_rate": 100}

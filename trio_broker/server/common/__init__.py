@@ -1,2 +1,2 @@
-"""The pieces every subsystem of the server shares, as Kafka's ``server-common``: the
-purgatory, the io pool, the small JSON documents and ``meta.properties`` of the data dir."""
+"""The event loop's machinery every subsystem of the server shares, as in Kafka's
+``server-common``: the purgatory and the io pool."""

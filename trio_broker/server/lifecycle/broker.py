@@ -43,7 +43,6 @@ from ..access.control import AccessControl
 from ..access.inter_broker import peer_listeners
 from ..access.listener_security import listener_security
 from ..access.scram_store import ScramStore
-from ..common import meta_properties
 from ..common.io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
 from ..common.purgatory import Purgatory
 from ..config.admin import ConfigAdmin, UpdateConfig
@@ -56,6 +55,7 @@ from ..coordination.layout import Registration
 from ..coordination.membership import ZkMembership
 from ..coordination.producer_ids import claim_block
 from ..coordination.wiring import join_cluster
+from ..datadir import listeners_file, meta_properties
 from ..groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
 from ..groups.locator import CoordinatorLocator
 from ..groups.storage import OFFSETS
@@ -78,7 +78,7 @@ from ..topics.admin import TopicAdmin, side_by_side
 from ..topics.catalog import TopicCatalog
 from ..transactions.producer_ids import BLOCK_SIZE, ProducerIdManager
 from ..transactions.service import TransactionService
-from . import config_apply, listeners_file
+from . import config_apply
 from .cluster_report import cluster_figures
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).

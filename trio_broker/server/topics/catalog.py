@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...apis.services import PartitionInfo, TopicInfo
-from ..common.json_store import JsonDocument
+from ..datadir.json_store import JsonDocument
 
 
 class TopicCatalog:
