@@ -68,14 +68,14 @@ async def test_over_max_connections_the_least_recently_used_is_closed(run_broker
 
 
 async def test_lowering_max_connections_at_run_time_closes_the_excess(run_broker) -> None:  # type: ignore[no-untyped-def]
-    from trio_broker.server.quotas.connection_limits import connection_limits
+    from trio_broker.server.quotas import connection_limits_from
 
     broker = await run_broker()
     clients = [await AsyncWireClient.connect(address(broker)) for _ in range(5)]
     for client in clients:
         assert await alive(client)
     config = broker.config.with_updates({"max.connections": "2"})
-    broker.socket_server.update_limits(connection_limits(config))
+    broker.socket_server.update_limits(connection_limits_from(config))
     assert [await c.closed_by_peer() for c in clients[:3]] == [True] * 3
     assert all([await alive(c) for c in clients[3:]])
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import trio
 
 from .. import __version__
-from .config.broker_config import ConfigError, load_config
+from .config import ConfigError, load_config
 from .startup import startup_error
 
 log = logging.getLogger("trio_broker")

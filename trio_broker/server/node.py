@@ -10,10 +10,10 @@ broker's request path; without it, nothing of fault injection is installed.
 from __future__ import annotations
 
 from ..apis.table import API_TABLE, ApiTable
-from .admin_adapter.view import admin_server
-from .config.broker_config import BrokerConfig
-from .handlers.faults import install_faults
-from .lifecycle.broker import Broker
+from .admin_adapter import admin_server
+from .config import BrokerConfig
+from .handlers import install_faults
+from .lifecycle import Broker
 
 
 def new_broker(config: BrokerConfig, *, api_table: ApiTable = API_TABLE) -> Broker:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from ..log.dir_lock import LogDirLockedError, LogDirUnusableError
 from ..network.socket_server import ListenerBindError
-from .config.configdef import ConfigError
+from .config import ConfigError
 
 __all__ = ["StartupError", "startup_error"]
 

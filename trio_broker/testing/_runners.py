@@ -27,7 +27,7 @@ import trio
 
 if TYPE_CHECKING:
     from ..apis.table import ApiTable
-    from ..server.lifecycle.broker import Broker
+    from ..server.lifecycle import Broker
 
 START_TIMEOUT_S = 30.0
 
@@ -70,14 +70,14 @@ class ThreadRunner:
 
     def start(self) -> None:
         from ..apis.table import API_TABLE
-        from ..server.config.broker_config import load_config
-        from ..server.handlers.faults import install_faults
-        from ..server.lifecycle.broker import Broker
+        from ..server.config import load_config
+        from ..server.handlers import install_faults
+        from ..server.lifecycle import Broker
 
         config = load_config(None, [f"{k}={v}" for k, v in self.settings.items()], {})
         table = self.api_table or API_TABLE
         if self.admin:
-            from ..server.admin_adapter.view import admin_server
+            from ..server.admin_adapter import admin_server
 
             broker = Broker(config, api_table=table, admin=admin_server)
         else:

@@ -22,7 +22,7 @@ from pathlib import Path
 from ...security.acl import AclBinding, AclFilter, AclOperation, ResourceType
 from ...security.authorizer import Authorizer
 from ...security.denials import DenialLog
-from ..datadir.json_store import JsonDocument
+from ..datadir import JsonDocument
 
 log = logging.getLogger("trio_broker.authorizer")
 

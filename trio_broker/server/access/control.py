@@ -16,7 +16,7 @@ import trio
 from ...protocol.errors import ErrorCode
 from ...security.acl import AclBinding, AclFilter, AclOperation, ResourceType
 from ...security.scram import ScramCredential
-from ..quotas.store import QuotaEntity, QuotaError, QuotaStore
+from ..quotas import QuotaEntity, QuotaError, QuotaStore
 from .acl_store import AclStore, Authorization
 from .scram_store import ScramStore
 

@@ -17,8 +17,7 @@ called once, at start-up; a store that cannot be loaded is a ``ConfigError``.
 from __future__ import annotations
 
 from ...network.peer_client import PeerListener
-from ..config.broker_config import BrokerConfig
-from ..config.syntax import TLS
+from ..config import TLS, BrokerConfig
 from .tls import client_ssl_context
 
 

@@ -1,6 +1,6 @@
 """What each listener's security protocol asks of its clients, from the broker's config.
 
-Owns: ``listener_security``: per listener the network layer's ``ListenerSecurity``: the
+Owns: ``security_by_listener``: per listener the network layer's ``ListenerSecurity``: the
 TLS context (built once per distinct set of ``ssl.*`` settings, so listeners that share
 them share it), the SASL mechanisms (``sasl.enabled.mechanisms``), the credential lookup,
 ``connection.failed.authentication.delay.ms`` and ``connections.max.reauth.ms``. Each
@@ -17,15 +17,13 @@ from typing import Any
 from ...network.authentication import ListenerSecurity
 from ...security.sasl import SUPPORTED_MECHANISMS
 from ...security.scram import Lookup
-from ..config.broker_config import BrokerConfig, ListenerSettings
-from ..config.configdef import ConfigError
-from ..config.syntax import SASL, TLS, SecurityProtocol
+from ..config import SASL, TLS, BrokerConfig, ConfigError, ListenerSettings, SecurityProtocol
 from .tls import server_ssl_context
 
 log = logging.getLogger("trio_broker.security")
 
 
-def listener_security(config: BrokerConfig, credentials: Lookup) -> dict[str, ListenerSecurity]:
+def security_by_listener(config: BrokerConfig, credentials: Lookup) -> dict[str, ListenerSecurity]:
     """Each listener's ``ListenerSecurity``, by (upper-case) listener name."""
     contexts: dict[tuple[Any, ...], ssl.SSLContext] = {}
     out: dict[str, ListenerSecurity] = {}

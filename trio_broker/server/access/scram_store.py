@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...security.scram import MECHANISMS, CredentialError, ScramCredential
-from ..datadir.json_store import JsonDocument, StoreError
+from ..datadir import JsonDocument, StoreError
 
 Users = Mapping[str, Mapping[str, ScramCredential]]
 

@@ -24,8 +24,7 @@ import ssl
 import tempfile
 from pathlib import Path
 
-from ..config.broker_config import ListenerSettings
-from ..config.configdef import ConfigError, Password
+from ..config import ConfigError, ListenerSettings, Password
 
 _VERIFY = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 

@@ -18,7 +18,7 @@ from admin.view import Invalid
 from ...security.acl import AclBinding, AclError, AclFilter
 
 if TYPE_CHECKING:
-    from ..lifecycle.broker import Broker
+    from ..lifecycle import Broker
 
 
 def _record(b: AclBinding) -> AclRecord:

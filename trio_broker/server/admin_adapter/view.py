@@ -45,17 +45,15 @@ from admin.view import (
 from ... import __version__
 from ...network.mute import MuteState
 from ...security.scram import CredentialError, ScramCredential, new_credential
-from ..config.broker_config import BrokerConfig
-from ..config.changes import ChangeRefused, plan_broker_change
-from ..handlers.fault_rules import FaultSpecError
-from ..handlers.faults import FaultInjector
-from ..lifecycle.cluster_report import cluster_view
-from ..quotas.store import QUOTA_KEYS, QuotaEntity, QuotaError
+from ..config import BrokerConfig, ChangeRefused, plan_broker_change
+from ..handlers import FaultInjector, FaultSpecError
+from ..lifecycle import cluster_view
+from ..quotas import QUOTA_KEYS, QuotaEntity, QuotaError
 from ..startup import StartupError
 from .acls import AclAdmin
 
 if TYPE_CHECKING:
-    from ..lifecycle.broker import Broker
+    from ..lifecycle import Broker
 
 
 class BrokerAdminView(AclAdmin):

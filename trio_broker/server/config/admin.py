@@ -18,9 +18,8 @@ DescribeConfigs: every setting that could give a key its value, the one in force
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
-
-import trio
 
 from ...apis.services import ConfigChangeError, broker_name_problem
 from ...protocol.errors import ErrorCode
@@ -62,7 +61,10 @@ class ConfigAdmin:
         config: Callable[[], BrokerConfig],
         update_config: UpdateConfig,
         topics: TopicConfigs,
+        lock: AbstractAsyncContextManager[object],
     ) -> None:
+        """``lock``: an event loop's lock (the broker's ``trio.Lock``; configuration
+        itself imports no event loop)."""
         self.broker_id = broker_id
         self.config = config
         self.update_config = update_config
@@ -72,7 +74,7 @@ class ConfigAdmin:
         # a limit, or a change from ZooKeeper) would each start from the same config, the
         # second undo the first, and both write the stored file at once. Every door takes
         # it: these APIs, the admin API, and ``ZkBrokerConfigs`` following ZooKeeper.
-        self.lock = trio.Lock()
+        self.lock = lock
 
     def _broker_level(self, name: str) -> bool:
         """Whether broker resource ``name`` is the cluster-wide default (else: this broker)."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..datadir.json_store import JsonDocument
+from ..datadir import JsonDocument
 
 FILE_NAME = "dynamic_config.json"
 

@@ -31,8 +31,7 @@ from typing import Protocol
 
 import trio
 
-from ..config.broker_config import BrokerConfig
-from ..config.changes import ChangeRefused, plan_broker_change
+from ..config import BrokerConfig, ChangeRefused, plan_broker_change
 from . import layout
 from .config_changes import ZkConfigChanges
 from .session import ZkSession

@@ -30,7 +30,7 @@ from typing import Protocol
 import trio
 
 from ...protocol.errors import ErrorCode
-from ..quotas.store import QUOTA_KEYS, EntityType, QuotaEntity, QuotaError, QuotaStore, check_value
+from ..quotas import QUOTA_KEYS, EntityType, QuotaEntity, QuotaError, QuotaStore, check_value
 from .config_changes import ZkConfigChanges
 from .session import ZkSession
 from .user_credentials import CONFIG_USERS, sanitize

@@ -30,8 +30,8 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from ...network.peer_client import PeerListener
-from ..config.broker_config import BrokerConfig
-from ..datadir.meta_properties import new_cluster_id
+from ..config import BrokerConfig
+from ..datadir import new_cluster_id
 from .controlled_shutdown import request_controlled_shutdown
 from .controller import RETRY_S, ZkController
 from .controller_requests import ControllerRequests

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 
 from ...apis.services import TopicError
 from ...protocol.errors import ErrorCode
-from ..config.changes import plan_topic_change
-from ..topics.admin import TopicAdmin
+from ..config import plan_topic_change
+from ..topics import TopicAdmin
 from . import layout
 from .config_changes import ZkConfigChanges
 from .session import ZkSession

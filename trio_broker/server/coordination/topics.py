@@ -37,12 +37,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 import trio
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from ...apis.services import PartitionInfo, TopicInfo
+from ...apis.services import PartitionInfo, TopicError, TopicInfo
 from ...protocol.errors import ErrorCode
 from ...protocol.schema import ZERO_UUID
-from ..replication.control_plane import ControlPlane
-from ..topics.admin import TopicAdmin, TopicError
-from ..topics.placement import check_racks, place_replicas
+from ..replication import ControlPlane
+from ..topics import TopicAdmin, check_racks, place_replicas
 from . import layout
 from .session import ZkSession
 

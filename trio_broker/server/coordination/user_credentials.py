@@ -32,7 +32,7 @@ from typing import Protocol
 import trio
 
 from ...security.scram import MECHANISMS, ScramCredential
-from ..access.scram_store import ScramStore
+from ..access import ScramStore
 from .config_changes import ZkConfigChanges
 from .session import ZkSession
 

@@ -20,7 +20,7 @@ def host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def write(
+def write_listeners_file(
     data_dir: Path, broker_id: int, bound: dict[str, tuple[str, int]], admin_url: str | None
 ) -> None:
     data: dict[str, Any] = {
@@ -32,5 +32,5 @@ def write(
     atomic_write(data_dir / LISTENERS_FILE, json.dumps(data, indent=1).encode())
 
 
-def remove(data_dir: Path) -> None:
+def remove_listeners_file(data_dir: Path) -> None:
     (data_dir / LISTENERS_FILE).unlink(missing_ok=True)

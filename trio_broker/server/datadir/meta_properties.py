@@ -42,7 +42,8 @@ def local_cluster_id(log_dirs: Sequence[Path], configured: str | None) -> str | 
     return cluster_id
 
 
-def write_missing(log_dirs: Sequence[Path], cluster_id: str, broker_id: int) -> None:
+def write_meta_properties(log_dirs: Sequence[Path], cluster_id: str, broker_id: int) -> None:
+    """Write ``meta.properties`` into the dirs that lack it."""
     for d in log_dirs:
         meta = d / META
         if not meta.exists():

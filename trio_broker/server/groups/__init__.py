@@ -5,21 +5,41 @@ Modules, from the bottom up: ``state`` (the states and their tables), ``member``
 ``log_format`` (groups and offsets as ``__consumer_offsets`` records and back), ``storage``
 (the internal topic and the ordered writer), ``timers`` (keyed trio timers),
 ``membership`` (join, sync, heartbeat, leave) and ``coordinator`` (the API surface, offsets,
-admin, start-up replay and retention). Nothing here knows about requests or the wire:
-``apis/groups.py`` and ``apis/group_offsets.py`` translate.
+admin, start-up replay and retention), and ``locator`` (FindCoordinator's question,
+which broker coordinates a group or a transactional id). Nothing here knows about requests
+or the wire: ``apis/groups/`` translates.
+
+Face: what ``__all__`` names (the transaction coordinator reuses the internal topic, its
+ordered writer, the ownership of its partitions and the locator). Uses of the server:
+``topics``, ``replication``, ``config``.
 """
 
 from .coordinator import CoordinatorConfig, GroupCoordinator
+from .locator import CoordinatorLocator, CreateTopic
 from .membership import MembershipConfig
+from .ownership import Ownership
 from .state import GroupState
-from .storage import OFFSETS_TOPIC, LogOffsetsTopic, partition_for
+from .storage import (
+    OFFSETS,
+    OFFSETS_TOPIC,
+    InternalTopicSpec,
+    LogOffsetsTopic,
+    OrderedWriter,
+    partition_for,
+)
 
 __all__ = [
+    "OFFSETS",
     "OFFSETS_TOPIC",
     "CoordinatorConfig",
+    "CoordinatorLocator",
+    "CreateTopic",
     "GroupCoordinator",
     "GroupState",
+    "InternalTopicSpec",
     "LogOffsetsTopic",
     "MembershipConfig",
+    "OrderedWriter",
+    "Ownership",
     "partition_for",
 ]

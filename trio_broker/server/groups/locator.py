@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from ...apis.services import TopicError
 from ...protocol.errors import ErrorCode
-from ..config.broker_config import BrokerConfig
-from ..replication.cluster_state import ClusterState
+from ..config import BrokerConfig
+from ..replication import ClusterState
 from .storage import InternalTopicSpec
 
 CreateTopic = Callable[..., Awaitable[Any]]

@@ -33,11 +33,11 @@ from ...log.errors import LogError
 from ...log.partition_log import PartitionLog
 from ...protocol.errors import ErrorCode
 from ...records import Record, build_batch, iter_batches, iter_records
-from ..config.broker_config import BrokerConfig
+from ..config import BrokerConfig
 
 if TYPE_CHECKING:
-    from ..replication.replica_manager import ReplicaManager
-    from ..topics.catalog import TopicCatalog
+    from ..replication import ReplicaManager
+    from ..topics import TopicCatalog
 
 log = logging.getLogger("trio_broker.groups")
 

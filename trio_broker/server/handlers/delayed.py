@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ...network.request import Request
-from ..common.purgatory import DelayedOperation
+from ..common import DelayedOperation
 from .request_handler import RequestHandler
 
 

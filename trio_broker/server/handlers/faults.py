@@ -31,7 +31,7 @@ from ...apis.table import ApiEntry, ApiTable, Handler
 from ...network.request import Request
 from ...protocol.api import ApiKey, ApiSpec
 from ...protocol.error_response import error_response
-from ..quotas.throttling import EXEMPT, Throttler
+from ..quotas import EXEMPT, Throttler
 from .fault_rules import FaultRule, named_partitions, parse_rule
 from .request_handler import RequestHandler
 

@@ -39,7 +39,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.header import encode_response
 from ...protocol.messages.api_versions import ApiVersionsResponse
 from ...protocol.primitives import Parts, join_parts, parts_length
-from ..quotas.throttling import Throttler
+from ..quotas import Throttler
 
 log = logging.getLogger("trio_broker.server")
 

@@ -38,46 +38,53 @@ from ...apis.table import API_TABLE, SINGLE_BROKER_TABLE, ZOOKEEPER_ONLY, ApiTab
 from ...apis.topic_names import OFFSETS_TOPIC, TXN_STATE_TOPIC
 from ...log.dir_lock import LogDirLock
 from ...network.socket_server import ListenerSpec, SocketServer
-from ..access.acl_store import AclStore, Authorization
-from ..access.control import AccessControl
-from ..access.inter_broker import peer_listeners
-from ..access.listener_security import listener_security
-from ..access.scram_store import ScramStore
-from ..common.io_pool import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool
-from ..common.purgatory import Purgatory
-from ..config.admin import ConfigAdmin, UpdateConfig
-from ..config.broker_config import BrokerConfig
-from ..config.configdef import ConfigEntry
-from ..config.dynamic import DynamicConfigStore
-from ..config.topic_config import config_doc, config_type_name, effective_topic_config
-from ..coordination.controller_requests import ControllerRequests
-from ..coordination.layout import Registration
-from ..coordination.membership import ZkMembership
-from ..coordination.producer_ids import claim_block
-from ..coordination.wiring import join_cluster
-from ..datadir import listeners_file, meta_properties
-from ..groups import CoordinatorConfig, GroupCoordinator, LogOffsetsTopic
-from ..groups.locator import CoordinatorLocator
-from ..groups.storage import OFFSETS
-from ..handlers.delayed import DelayedResponse
-from ..handlers.faults import FaultInjector
-from ..handlers.handler_pool import HandlerPool
-from ..handlers.request_handler import RequestHandler
+from ..access import (
+    AccessControl,
+    AclStore,
+    Authorization,
+    ScramStore,
+    peer_listeners,
+    security_by_listener,
+)
+from ..common import GIL_SWITCH_INTERVAL_S, HANDLERS_PER_IO_THREAD, IoPool, Purgatory
+from ..config import (
+    BrokerConfig,
+    ConfigAdmin,
+    ConfigEntry,
+    DynamicConfigStore,
+    UpdateConfig,
+    config_doc,
+    config_type_name,
+    effective_topic_config,
+)
+from ..coordination import ControllerRequests, Registration, ZkMembership, claim_block, join_cluster
+from ..datadir import (
+    local_cluster_id,
+    new_cluster_id,
+    remove_listeners_file,
+    write_listeners_file,
+    write_meta_properties,
+)
+from ..groups import (
+    OFFSETS,
+    CoordinatorConfig,
+    CoordinatorLocator,
+    GroupCoordinator,
+    LogOffsetsTopic,
+)
+from ..handlers import DelayedResponse, FaultInjector, HandlerPool, RequestHandler
 from ..metrics import BrokerMetrics, MetricsReport
-from ..quotas.connection_limits import connection_limits
-from ..quotas.manager import QuotaManager
-from ..quotas.store import QuotaStore
-from ..quotas.throttling import Throttler
-from ..replication.cluster_state import ClusterState
-from ..replication.control_plane import ControlPlane
-from ..replication.offset_queries import OffsetQueries
-from ..replication.replica_fetcher import ReplicaFetchers
-from ..replication.replica_manager import ReplicaManager
-from ..replication.txn_markers import TxnMarkerWriter
-from ..topics.admin import TopicAdmin, side_by_side
-from ..topics.catalog import TopicCatalog
-from ..transactions.producer_ids import BLOCK_SIZE, ProducerIdManager
-from ..transactions.service import TransactionService
+from ..quotas import QuotaManager, QuotaStore, Throttler, connection_limits_from
+from ..replication import (
+    ClusterState,
+    ControlPlane,
+    OffsetQueries,
+    ReplicaFetchers,
+    ReplicaManager,
+    TxnMarkerWriter,
+)
+from ..topics import TopicAdmin, TopicCatalog, side_by_side
+from ..transactions import BLOCK_SIZE, ProducerIdManager, TransactionService
 from . import config_apply
 from .cluster_report import cluster_figures
 
@@ -144,7 +151,7 @@ class Broker:
             "data": api_table.versions("data" if control else "control"),
             "control": api_table.versions("control"),
         }
-        security = listener_security(config, self.scram.lookup)
+        security = security_by_listener(config, self.scram.lookup)
         specs = [
             ListenerSpec(
                 name=lc.name,
@@ -166,7 +173,7 @@ class Broker:
             request_read_timeout_ms=config["request.read.timeout.ms"],
             receive_buffer_bytes=config["socket.receive.buffer.bytes"],
             send_buffer_bytes=config["socket.send.buffer.bytes"],
-            limits=connection_limits(config),
+            limits=connection_limits_from(config),
             queued_max_request_bytes=config["queued.max.request.bytes"],
             api_versions=self._plane_versions,
         )
@@ -282,7 +289,7 @@ class Broker:
         # A ZooKeeper cluster's changes go to ZooKeeper first (ZkBrokerConfigs).
         self.update_config: UpdateConfig = self.keep_config
         self.config_admin = ConfigAdmin(
-            self.broker_id, lambda: self.config, self.update_config, self.topic_admin
+            self.broker_id, lambda: self.config, self.update_config, self.topic_admin, trio.Lock()
         )
         # The BrokerView the APIs work through: these services' own methods.
         topics, access, plane = self.topic_admin, self.access, self.control
@@ -353,9 +360,7 @@ class Broker:
             await self._adopt_stored_dynamic_config()
             if self.zk is not None:  # the cluster's id is ZooKeeper's
                 dirs, configured = self.config.log_dirs, self.config["cluster.id"]
-                local = await trio.to_thread.run_sync(
-                    meta_properties.local_cluster_id, dirs, configured
-                )
+                local = await trio.to_thread.run_sync(local_cluster_id, dirs, configured)
                 self.cluster_id = await self.zk.join(local)
             await trio.to_thread.run_sync(self._load_stores)
             # The admin API starts before the Kafka listeners and stops after them: its
@@ -366,7 +371,7 @@ class Broker:
                 await self._run_kafka(task_status)
             await trio.to_thread.run_sync(self.replica_manager.close)
             # After a clean shutdown: the ports written there are no longer served.
-            await trio.to_thread.run_sync(listeners_file.remove, self.data_dir)
+            await trio.to_thread.run_sync(remove_listeners_file, self.data_dir)
         finally:
             if self.zk is not None:  # the registration goes now, not at session expiry
                 with trio.CancelScope(shield=True):
@@ -398,7 +403,7 @@ class Broker:
                     if self._stored_changes:  # pool sizes stored by an earlier run
                         self.apply_config(self.config, self._stored_changes)
                     bound = self.data_dir, self.broker_id, self.bound_listeners(), self.admin_url
-                    await trio.to_thread.run_sync(listeners_file.write, *bound)
+                    await trio.to_thread.run_sync(write_listeners_file, *bound)
                     self.ready = True
                     log.info("trio-broker %s started: %s", self.broker_id, self._listeners_line())
                     task_status.started(self)
@@ -439,9 +444,9 @@ class Broker:
     def _load_stores(self) -> None:
         dirs = self.config.log_dirs
         if not self.cluster_id:  # else agreed with ZooKeeper already
-            local = meta_properties.local_cluster_id(dirs, self.config["cluster.id"])
-            self.cluster_id = local or meta_properties.new_cluster_id()
-        meta_properties.write_missing(dirs, self.cluster_id, self.broker_id)
+            local = local_cluster_id(dirs, self.config["cluster.id"])
+            self.cluster_id = local or new_cluster_id()
+        write_meta_properties(dirs, self.cluster_id, self.broker_id)
         self.topics_catalog.load()
         self.producer_ids.load()
         self.cluster.load()

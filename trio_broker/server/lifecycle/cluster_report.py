@@ -15,10 +15,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...apis.services import BrokerEndpoint, TopicInfo
-from ..coordination.membership import ZkMembership
-from ..replication.cluster_state import ClusterState
-from ..replication.replica_fetcher import ReplicaFetchers
-from ..replication.replica_manager import ReplicaManager
+from ..coordination import ZkMembership
+from ..replication import ClusterState, ReplicaFetchers, ReplicaManager
 
 
 class Broker(Protocol):

@@ -15,13 +15,12 @@ from typing import Protocol
 import trio
 
 from ...network.socket_server import SocketServer
-from ..common.io_pool import HANDLERS_PER_IO_THREAD, IoPool
-from ..config.broker_config import BrokerConfig, ConfigError
-from ..config.dynamic import DynamicConfigStore
-from ..handlers.handler_pool import HandlerPool
-from ..quotas.connection_limits import CONNECTION_KEYS, connection_limits
-from ..replication.replica_manager import ReplicaManager
-from ..topics.catalog import TopicCatalog
+from ..common import HANDLERS_PER_IO_THREAD, IoPool
+from ..config import BrokerConfig, ConfigError, DynamicConfigStore
+from ..handlers import HandlerPool
+from ..quotas import CONNECTION_KEYS, connection_limits_from
+from ..replication import ReplicaManager
+from ..topics import TopicCatalog
 
 
 class Broker(Protocol):
@@ -73,7 +72,7 @@ def apply_config(broker: Broker, new: BrokerConfig, changed: Mapping[str, str | 
         size = new.listener_setting(name, "num.network.threads")
         server.resize(name, size or new["num.network.threads"])
     if any(k in CONNECTION_KEYS or k.startswith("listener.name.") for k in changed):
-        server.update_limits(connection_limits(new))
+        server.update_limits(connection_limits_from(new))
     if any(k.startswith(("log.", "message.max.bytes", "compression.")) for k in changed):
         for topic in broker.topics_catalog.all():
             broker.replica_manager.reconfigure(topic)

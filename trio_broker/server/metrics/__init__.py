@@ -8,6 +8,9 @@ JSON snapshot, docs/metrics.md), ``prometheus`` (the same figures for Prometheus
 ``broker_metrics`` (``BrokerMetrics``: wiring, sampler task, the data path's API),
 ``event_loop`` (the loop's busy ratio and stalls) and ``report`` (``MetricsReport``: the
 snapshot and Prometheus text read from a ``BrokerMetrics``).
+
+Face: what ``__all__`` names. Uses of the server: ``handlers`` (the request path it
+observes), ``common``; its sources come as constructor arguments.
 """
 
 from .broker_metrics import BrokerMetrics

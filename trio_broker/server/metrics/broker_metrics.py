@@ -33,10 +33,8 @@ from .window import Window, WindowedHistogram
 if TYPE_CHECKING:
     from ...apis.fetch_sessions import FetchSessionCache
     from ...network.socket_server import SocketServer
-    from ..common.io_pool import IoPool
-    from ..common.purgatory import Purgatory
-    from ..handlers.handler_pool import HandlerPool
-    from ..handlers.request_handler import RequestHandler
+    from ..common import IoPool, Purgatory
+    from ..handlers import HandlerPool, RequestHandler
 
 SLOTS = 6
 MemoryPoolProbe = Callable[[], tuple[int, int]]

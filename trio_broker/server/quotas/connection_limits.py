@@ -1,6 +1,6 @@
 """The network layer's connection limits, from the broker's config.
 
-Owns: ``connection_limits``: ``max.connections`` and ``max.connection.creation.rate``
+Owns: ``connection_limits_from``: ``max.connections`` and ``max.connection.creation.rate``
 (broker-wide and per listener), ``max.connections.per.ip`` and its overrides, as the
 socket server's ``ConnectionLimits``. Kept apart from ``config`` so that the config
 modules stay free of the network layer (and of trio).
@@ -9,7 +9,7 @@ modules stay free of the network layer (and of trio).
 from __future__ import annotations
 
 from ...network.connection_quotas import ConnectionLimits
-from ..config.broker_config import BrokerConfig
+from ..config import BrokerConfig
 
 # The broker keys whose change applies to the running listeners' limits at once.
 CONNECTION_KEYS = frozenset(
@@ -22,7 +22,7 @@ CONNECTION_KEYS = frozenset(
 )
 
 
-def connection_limits(config: BrokerConfig) -> ConnectionLimits:
+def connection_limits_from(config: BrokerConfig) -> ConnectionLimits:
     def per_listener(key: str) -> dict[str, int]:
         out = {}
         for lc in config.listeners:

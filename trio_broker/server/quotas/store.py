@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..datadir.json_store import JsonDocument
+from ..datadir import JsonDocument
 
 __all__ = [
     "QUOTA_KEYS",

@@ -16,7 +16,7 @@ import trio
 
 from ...network.request import EndThrottling, Request, StartThrottling
 from ...protocol.api import ApiKey
-from ..common.purgatory import DelayedOperation, Purgatory
+from ..common import DelayedOperation, Purgatory
 from .manager import FETCH, PRODUCE, REQUEST, QuotaManager
 
 EXEMPT = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})

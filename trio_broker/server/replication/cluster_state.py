@@ -28,7 +28,7 @@ from typing import Any
 
 from ...apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
 from ...protocol.errors import ErrorCode
-from ..datadir.json_store import JsonDocument
+from ..datadir import JsonDocument
 from .metadata_cache import MetadataCache
 
 log = logging.getLogger("trio_broker.server")

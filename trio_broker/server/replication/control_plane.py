@@ -22,7 +22,7 @@ import trio
 from ...apis.metadata import DESCRIBED
 from ...apis.services import ClusterBroker, PartitionAssignment, PartitionInfo, TopicInfo
 from ...protocol.errors import ErrorCode
-from ..common.purgatory import Purgatory
+from ..common import Purgatory
 from .cluster_state import ClusterState
 from .replica_fetcher import ReplicaFetchers
 from .replica_manager import ReplicaManager

@@ -37,7 +37,7 @@ import trio
 from ...apis.services import PartitionAssignment
 from ...log.partition_log import PartitionLog
 from ...protocol.errors import ErrorCode
-from ..common.purgatory import Purgatory
+from ..common import Purgatory
 
 log = logging.getLogger("trio_broker.replication")
 

@@ -30,8 +30,8 @@ from ...log.cleaner.compaction import CleanResult, DirtyState, clean, dirty_stat
 from ...log.cleaner.offset_map import slots_for
 from ...log.errors import LogError
 from ...log.partition_log import PartitionLog
-from ..common.io_pool import IoPool
-from ..config.broker_config import BrokerConfig
+from ..common import IoPool
+from ..config import BrokerConfig
 
 log = logging.getLogger("trio_broker.cleaner")
 

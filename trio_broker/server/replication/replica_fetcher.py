@@ -44,8 +44,8 @@ from ...log.partition_log import PartitionLog
 from ...network.peer_client import PeerAuthenticationError, PeerClient, PeerListener
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.fetch import FetchRequest
-from ..common.io_pool import IoPool
-from ..config.broker_config import BrokerConfig
+from ..common import IoPool
+from ..config import BrokerConfig
 from .cluster_state import ClusterState
 from .throttles import ReplicationQuota
 

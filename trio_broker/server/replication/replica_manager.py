@@ -39,10 +39,8 @@ from ...log.producer_state import ProducerStateError
 from ...log.results import AppendInfo, ReadInfo
 from ...protocol.errors import ErrorCode
 from ...records.errors import RecordsError
-from ..common.io_pool import IoPool
-from ..common.purgatory import Purgatory
-from ..config.broker_config import BrokerConfig
-from ..config.topic_config import NO_FLUSH_MS, effective_topic_config, log_config_for
+from ..common import IoPool, Purgatory
+from ..config import NO_FLUSH_MS, BrokerConfig, effective_topic_config, log_config_for
 from . import log_io
 from .cluster_state import ClusterState
 from .leader import Replication

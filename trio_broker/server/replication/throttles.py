@@ -27,14 +27,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..config.configdef import LONG_MAX
-from ..config.topic_config import (
+from ..config import (
     FOLLOWER,
     LEADER,
+    LONG_MAX,
     THROTTLED_REPLICAS,
     throttled_replicas_problem,
 )
-from ..quotas.manager import SampledRate
+from ..quotas import SampledRate
 
 log = logging.getLogger("trio_broker.replication")
 

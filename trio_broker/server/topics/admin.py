@@ -22,11 +22,8 @@ from ...apis.services import TopicError, TopicInfo
 from ...apis.topic_names import INTERNAL_TOPICS, topic_name_error
 from ...protocol.errors import ErrorCode
 from ...protocol.schema import ZERO_UUID
-from ..config.broker_config import BrokerConfig, ConfigError
-from ..config.changes import plan_topic_change
-from ..config.topic_config import validate_topic_configs
-from ..replication.cluster_state import ClusterState
-from ..replication.replica_manager import ReplicaManager
+from ..config import BrokerConfig, ConfigError, plan_topic_change, validate_topic_configs
+from ..replication import ClusterState, ReplicaManager
 from .catalog import TopicCatalog
 
 log = logging.getLogger("trio_broker.server")

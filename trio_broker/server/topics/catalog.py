@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...apis.services import PartitionInfo, TopicInfo
-from ..datadir.json_store import JsonDocument
+from ..datadir import JsonDocument
 
 
 class TopicCatalog:

@@ -1,48 +1,28 @@
 """Transactions: the transaction coordinator, its ``__transaction_state`` topic, and the
-markers it sends to the partitions (issue 19).
+markers it sends to the partitions (Kafka's ``transaction-coordinator``).
 
-Owns: ``TXN_STATE`` (the topic's spec: partitions, replication, Kafka's internal configs)
-and re-exports the coordinator's parts.
+Owns: the coordinator (``coordinator``: Kafka's TransactionCoordinator and
+TransactionStateManager in one), the states and their records (``state``), the markers it
+writes and sends (``markers``, ``marker_channel``), the broker's producer ids
+(``producer_ids``), and ``TransactionService``, which builds the coordinator over the
+broker's parts and is what the transaction APIs reach (``service``).
+
+Face: what ``__all__`` names. Uses of the server: ``groups`` (the internal topic and the
+locator), ``config``, ``datadir``.
 """
 
-from __future__ import annotations
-
-from ...apis.topic_names import TXN_STATE_TOPIC
-from ..config.broker_config import BrokerConfig
-from ..groups.storage import InternalTopicSpec
 from .coordinator import TransactionCoordinator, TxnConfig
 from .markers import MarkerWriter, TxnMarker
-
-# How long a __transaction_state append waits for the ISR: Kafka's coordinator uses the
-# broker's request.timeout.ms, 30 s by default.
-APPEND_TIMEOUT_S = 30.0
-
-
-def txn_state_configs(config: BrokerConfig) -> dict[str, str]:
-    """Kafka's configs of ``__transaction_state``: compacted, uncompressed, and in a
-    ZooKeeper cluster ``transaction.state.log.min.isr`` in-sync replicas."""
-    configs = {
-        "cleanup.policy": "compact",
-        "compression.type": "uncompressed",
-        "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
-    }
-    if config["zookeeper.connect"]:
-        configs["min.insync.replicas"] = str(config["transaction.state.log.min.isr"])
-    return configs
-
-
-TXN_STATE = InternalTopicSpec(
-    TXN_STATE_TOPIC,
-    "transaction.state.log.num.partitions",
-    "transaction.state.log.replication.factor",
-    txn_state_configs,
-    lambda config: APPEND_TIMEOUT_S,
-)
+from .producer_ids import BLOCK_SIZE, ProducerIdManager
+from .service import TXN_STATE, TransactionService
 
 __all__ = [
+    "BLOCK_SIZE",
     "TXN_STATE",
     "MarkerWriter",
+    "ProducerIdManager",
     "TransactionCoordinator",
+    "TransactionService",
     "TxnConfig",
     "TxnMarker",
 ]

@@ -46,8 +46,7 @@ import trio
 
 from ...protocol.errors import ErrorCode
 from ...records import Record
-from ..groups.ownership import Ownership
-from ..groups.storage import LogOffsetsTopic, OrderedWriter, partition_for
+from ..groups import LogOffsetsTopic, OrderedWriter, Ownership, partition_for
 from .markers import Markers, TxnMarker
 from .state import (
     MAX_PRODUCER_EPOCH,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from ..datadir.json_store import JsonDocument
+from ..datadir import JsonDocument
 
 BLOCK_SIZE = 1000
 

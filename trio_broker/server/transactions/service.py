@@ -1,13 +1,14 @@
 """The transaction coordinator inside a broker: what it is built from and how APIs reach it.
 
-Owns: ``TransactionService``, the ``TransactionsView`` the transaction APIs call
-(``BrokerView.transactions``). It builds the coordinator over the broker's parts:
-``__transaction_state`` in the broker's catalog and logs (``LogOffsetsTopic`` with the
-``TXN_STATE`` spec; the cluster's in a ZooKeeper cluster), producer ids from the broker's
-producer id manager, markers written through the broker's own ``write_txn_markers`` for
-partitions it leads and sent to the leaders of the others (``MarkerChannel``), and
-FindCoordinator answered
-by a ``CoordinatorLocator`` on the same topic.
+Owns: ``TXN_STATE``, the ``__transaction_state`` topic's spec (partitions, replication,
+Kafka's internal configs), and ``TransactionService``, the ``TransactionsView`` the
+transaction APIs call (``BrokerView.transactions``). It builds the coordinator over the
+broker's parts: ``__transaction_state`` in the broker's catalog and logs
+(``LogOffsetsTopic`` with the ``TXN_STATE`` spec; the cluster's in a ZooKeeper cluster),
+producer ids from the broker's producer id manager, markers written through the broker's
+own ``write_txn_markers`` for partitions it leads and sent to the leaders of the others
+(``MarkerChannel``), and FindCoordinator answered by a ``CoordinatorLocator`` on the same
+topic.
 """
 
 from __future__ import annotations
@@ -17,16 +18,42 @@ from typing import Any
 
 import trio
 
+from ...apis.topic_names import OFFSETS_TOPIC, TXN_STATE_TOPIC
 from ...apis.txn_services import TxnDescription
-from ..groups.locator import CoordinatorLocator, CreateTopic
-from ..groups.storage import OFFSETS_TOPIC, LogOffsetsTopic
-from . import TXN_STATE
+from ..config import BrokerConfig
+from ..groups import CoordinatorLocator, CreateTopic, InternalTopicSpec, LogOffsetsTopic
 from .coordinator import TransactionCoordinator, TxnConfig
 from .marker_channel import MarkerChannel
 from .markers import MarkerWriter, WriteMarkers
 from .state import TxnMetadata, TxnState
 
 TopicPartition = tuple[str, int]
+
+# How long a __transaction_state append waits for the ISR: Kafka's coordinator uses the
+# broker's request.timeout.ms, 30 s by default.
+APPEND_TIMEOUT_S = 30.0
+
+
+def txn_state_configs(config: BrokerConfig) -> dict[str, str]:
+    """Kafka's configs of ``__transaction_state``: compacted, uncompressed, and in a
+    ZooKeeper cluster ``transaction.state.log.min.isr`` in-sync replicas."""
+    configs = {
+        "cleanup.policy": "compact",
+        "compression.type": "uncompressed",
+        "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+    }
+    if config["zookeeper.connect"]:
+        configs["min.insync.replicas"] = str(config["transaction.state.log.min.isr"])
+    return configs
+
+
+TXN_STATE = InternalTopicSpec(
+    TXN_STATE_TOPIC,
+    "transaction.state.log.num.partitions",
+    "transaction.state.log.replication.factor",
+    txn_state_configs,
+    lambda config: APPEND_TIMEOUT_S,
+)
 
 
 class TransactionService:
