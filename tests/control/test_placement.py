@@ -12,8 +12,7 @@ import pytest
 
 from trio_broker.apis.services import TopicError
 from trio_broker.protocol.errors import ErrorCode
-from trio_broker.server.coordination.topics import new_partitions
-from trio_broker.server.topics.placement import place_replicas, rack_alternated
+from trio_broker.server.topics.placement import new_partitions, place_replicas, rack_alternated
 
 DOC_RACKS = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
 SIX_ON_THREE = {0: "rack1", 1: "rack2", 2: "rack2", 3: "rack3", 4: "rack3", 5: "rack1"}

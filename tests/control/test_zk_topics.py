@@ -247,3 +247,60 @@ def test_a_topic_config_change_asked_of_any_broker_is_in_force_on_its_leader(
         assert errors[-1] is None
     finally:
         stop_all(brokers)
+
+
+# (topic, what a broker on its own and a one-broker ZooKeeper cluster both answer)
+ONE_PATH_CASES = [
+    (NewTopic("bad name", 1, 1), "TOPIC_EXCEPTION"),
+    (NewTopic("no-partitions", 0, 1), "INVALID_PARTITIONS"),
+    (NewTopic("rf2", 1, 2), "INVALID_REPLICATION_FACTOR"),
+    (NewTopic("rf0", 1, 0), "INVALID_REPLICATION_FACTOR"),
+    (NewTopic("bad-config", 1, 1, config={"retention.ms": "soon"}), "INVALID_CONFIG"),
+    (NewTopic("unknown-config", 1, 1, config={"no.such.key": "1"}), "INVALID_CONFIG"),
+    (NewTopic("elsewhere", 2, replica_assignment=[[0], [7]]), "INVALID_REPLICA_ASSIGNMENT"),
+    (NewTopic("repeat", 1, replica_assignment=[[0, 0]]), "INVALID_REPLICA_ASSIGNMENT"),
+    (NewTopic("exists", 1, 1), "TOPIC_ALREADY_EXISTS"),
+    (NewTopic("fine", 2, 1), "NONE"),
+    (NewTopic("assigned", 3, replica_assignment=[[0], [0], [0]]), "NONE"),
+]
+
+
+def answers(admin: AdminClient, *, validate_only: bool) -> dict[str, str]:
+    futures = admin.create_topics([t for t, _ in ONE_PATH_CASES], validate_only=validate_only)
+    out = {}
+    for name, future in futures.items():
+        try:
+            future.result(30)
+            out[name] = "NONE"
+        except KafkaException as exc:
+            out[name] = exc.args[0].name()
+    grow = admin.create_partitions([NewPartitions("__consumer_offsets", 99)])
+    out["grow __consumer_offsets"] = error_of(grow["__consumer_offsets"]).name()
+    return out
+
+
+def test_one_creation_path_answers_alike_on_one_broker_and_in_a_cluster(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    """CreateTopics takes the one creation path (topics.TopicCreation) whether topics are
+    written to the broker's own catalog or to ZooKeeper: the same refusals, the same
+    acceptances, and validate_only creates nothing in either."""
+    connect, _ = zk
+    alone = BrokerProcess(tmp_path / "alone", [f"log.dirs={tmp_path / 'alone'}"]).start()
+    member = broker(tmp_path, connect, 0).start()
+    try:
+        seen = {}
+        for where, b in (("alone", alone), ("cluster", member)):
+            admin = AdminClient({"bootstrap.servers": b.bootstrap})
+            admin.create_topics([NewTopic("exists", 1, 1)])["exists"].result(30)
+            dry = answers(admin, validate_only=True)
+            assert not {"fine", "assigned"} & set(admin.list_topics(timeout=10).topics)
+            seen[where] = answers(admin, validate_only=False)
+            assert dry == seen[where]
+            topics = admin.list_topics(timeout=10).topics
+            assert len(topics["fine"].partitions) == 2 and len(topics["assigned"].partitions) == 3
+        expected = {t.topic: answer for t, answer in ONE_PATH_CASES}
+        expected["grow __consumer_offsets"] = "TOPIC_EXCEPTION"
+        assert seen["alone"] == seen["cluster"] == expected
+    finally:
+        stop_all({0: member, 1: alone})

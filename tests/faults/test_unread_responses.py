@@ -11,6 +11,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
+from trio_broker.apis.services import NewTopic
 from trio_broker.network.mute import MuteState
 from trio_broker.protocol.messages.fetch import FetchRequest
 from trio_broker.protocol.messages.metadata import MetadataRequest
@@ -42,7 +43,7 @@ async def test_a_client_that_never_reads_holds_one_response(run_broker) -> None:
     )
     host, port = broker.bound_listeners()["PLAINTEXT"]
     address = f"{host}:{port}"
-    await broker.create_topic("big", 1, {})
+    await broker.create_topic(NewTopic("big", 1))
     writer = await AsyncWireClient.connect(address, client_id="writer")
     records = build_batch([Record(None, b"x" * 2000) for _ in range(200)])  # ~400 KB
     produce = ProduceRequest(

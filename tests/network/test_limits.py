@@ -5,6 +5,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
+from trio_broker.apis.services import NewTopic
 from trio_broker.network.mute import MuteState
 from trio_broker.protocol.messages.metadata import MetadataRequest
 from trio_broker.protocol.messages.produce import ProduceRequest
@@ -123,7 +124,7 @@ async def test_the_memory_bound_stops_reading_until_memory_frees(run_broker) -> 
         },
         gated_table(0, gate),
     )
-    await broker.create_topic("mem", 1, {})
+    await broker.create_topic(NewTopic("mem", 1))
     records = build_batch([Record(None, b"x" * 3900)])
     req = ProduceRequest(
         acks=1,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
+from trio_broker.apis.services import NewTopic
 from trio_broker.network.mute import MuteState
 from trio_broker.network.read_ahead import DIRECT_READ, READ_AHEAD_MIN
 from trio_broker.protocol.header import encode_request
@@ -39,7 +40,7 @@ async def test_the_next_request_is_received_not_processed_while_one_is_in_flight
 ) -> None:
     gate = Gate()
     broker = await run_broker({"num.io.threads": "4"}, gated_table(PRODUCE, gate))
-    await broker.create_topic("ahead", 1, {})
+    await broker.create_topic(NewTopic("ahead", 1))
     client = await AsyncWireClient.connect(address(broker))
     # a large first request, then one read into its own buffer, then one through the framer
     sizes = [READ_AHEAD_MIN + 1000, DIRECT_READ + 5000, READ_AHEAD_MIN + 2000]
@@ -81,7 +82,7 @@ async def test_reading_ahead_never_waits_for_memory(run_broker) -> None:  # type
         },
         gated_table(PRODUCE, gate),
     )
-    await broker.create_topic("ahead", 1, {})
+    await broker.create_topic(NewTopic("ahead", 1))
     client = await AsyncWireClient.connect(address(broker))
     frames = [client.frame(request, 9) for _ in range(2)]
     pool = broker.socket_server.memory_pool

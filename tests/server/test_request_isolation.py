@@ -15,6 +15,7 @@ import trio.testing
 
 from trio_broker.apis.context import RequestContext
 from trio_broker.apis.metadata import handle as handle_metadata
+from trio_broker.apis.services import NewTopic
 from trio_broker.apis.table import API_TABLE
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages.metadata import MetadataRequest
@@ -107,7 +108,7 @@ async def test_a_failing_response_observer_or_throttler_answers_unknown_server_e
     run_broker: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     broker = await run_broker({})
-    await broker.create_topic("orders", 1, {})
+    await broker.create_topic(NewTopic("orders", 1))
     handler = broker.request_handler
 
     def observer(request: Any, response: Any, version: int) -> None:

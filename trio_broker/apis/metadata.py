@@ -36,7 +36,7 @@ from .authz import (
     cluster_allowed,
 )
 from .context import Deferred, RequestContext
-from .services import TopicError, TopicInfo
+from .services import NewTopic, TopicError, TopicInfo
 from .topic_names import topic_name_error
 
 Topic = MetadataResponse.Topic
@@ -144,10 +144,11 @@ async def _lookup(ctx: RequestContext, wanted: MetadataRequest.Topic, allow_crea
             return _denied(name, ZERO_UUID)
         try:
             info = await broker.create_topic(
-                name,
-                int(broker.config_value("num.partitions")),
-                {},
-                replication_factor=int(broker.config_value("default.replication.factor")),
+                NewTopic(
+                    name,
+                    int(broker.config_value("num.partitions")),
+                    replication_factor=int(broker.config_value("default.replication.factor")),
+                )
             )
         except TopicError as exc:
             info = broker.topic(name)  # created meanwhile by another request?

@@ -58,6 +58,19 @@ class TopicInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic to create, as CreateTopics, auto-creation and the coordinators ask for it:
+    ``num_partitions`` of ``replication_factor`` replicas each, or where ``replicas``
+    names them per partition (an explicit assignment; its size wins)."""
+
+    name: str
+    num_partitions: int
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+    replication_factor: int = 1
+    replicas: Sequence[Sequence[int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterBroker:
     broker_id: int
     endpoints: dict[str, tuple[str, int]]  # listener name -> (host, port)
@@ -229,18 +242,8 @@ class BrokerView(Protocol):
 
     def topics(self) -> Sequence[TopicInfo]: ...
 
-    async def create_topic(
-        self,
-        name: str,
-        num_partitions: int,
-        configs: Mapping[str, str | None],
-        *,
-        validate_only: bool = False,
-        replication_factor: int = 1,
-        replicas: Sequence[Sequence[int]] | None = None,
-    ) -> TopicInfo:
-        """Create a topic (raises ``TopicError``), its partitions on ``replication_factor``
-        brokers each, or on the brokers ``replicas`` names per partition."""
+    async def create_topic(self, topic: NewTopic, *, validate_only: bool = False) -> TopicInfo:
+        """Create a topic (raises ``TopicError``); with ``validate_only`` check it only."""
         ...
 
     async def delete_topic(self, name: str) -> None: ...

@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from trio_broker.apis.context import RequestContext
+from trio_broker.apis.services import NewTopic
 from trio_broker.apis.table import API_TABLE
 from trio_broker.protocol.messages.api_versions import ApiVersionsRequest
 from trio_broker.protocol.messages.metadata import MetadataRequest
@@ -223,7 +224,7 @@ async def test_log_flush_times_are_recorded(run_broker) -> None:  # type: ignore
     from ...data.test_wire_data_path import produce_req
 
     broker = await run_broker({"log.flush.interval.messages": "1"})
-    await broker.create_topic("durable", 1, {})
+    await broker.create_topic(NewTopic("durable", 1))
     client = await AsyncWireClient.connect(addr(broker))
     for i in range(5):
         batch = build_batch([Record(None, b"%d" % i)])

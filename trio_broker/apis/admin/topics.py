@@ -24,7 +24,7 @@ from ...protocol.errors import ErrorCode
 from ...protocol.schema import ZERO_UUID, item_type
 from ..authz import TOPIC, Op, allowed, cluster_allowed
 from ..context import RequestContext
-from ..services import TopicError
+from ..services import NewTopic, TopicError
 
 _CREATE = spec_for(ApiKey.CreateTopics)
 _DELETE = spec_for(ApiKey.DeleteTopics)
@@ -78,14 +78,10 @@ async def _create_one(broker: Any, validate_only: bool, t: Any, result: Any) -> 
     if rf == -1:
         rf = int(broker.config_value("default.replication.factor"))
     configs = {c.name: c.value for c in t.configs}
+    replicas = [a.broker_ids for a in t.assignments] if t.assignments else None
     try:
         info = await broker.create_topic(
-            t.name,
-            num_partitions,
-            configs,
-            validate_only=validate_only,
-            replication_factor=rf,
-            replicas=[a.broker_ids for a in t.assignments] if t.assignments else None,
+            NewTopic(t.name, num_partitions, configs, rf, replicas), validate_only=validate_only
         )
     except TopicError as exc:
         result.error_code = exc.error_code

@@ -2,11 +2,11 @@
 
 Owns: ``join_cluster``. The cluster view becomes the controller's (authoritative, fenced
 while the session is lost); topics are created, deleted and grown through ZooKeeper
-(``ZkTopics``: the controller places them); topic and broker config changes are the
-cluster's (``ZkTopicConfigs``, ``ZkBrokerConfigs``, one ``ZkConfigChanges`` follower
-beside the registration), and so are SCRAM credentials and client quotas
-(``ZkScramCredentials``, ``ZkClientQuotas``); a leader's ISR changes are written to
-ZooKeeper (``ZkIsrWriter``).
+(``ZkTopics`` is the creation path's store: the controller places them); topic and broker
+config changes are the cluster's (``ZkTopicConfigs``, ``ZkBrokerConfigs``, one
+``ZkConfigChanges`` follower beside the registration), and so are SCRAM credentials and
+client quotas (``ZkScramCredentials``, ``ZkClientQuotas``); a leader's ISR changes are
+written to ZooKeeper (``ZkIsrWriter``).
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ def join_cluster(broker: Any) -> None:
     broker.update_config = broker.config_admin.update_config = zk_brokers.update_config
     broker.alter_scram_credentials = ZkScramCredentials(session, changes, broker).alter
     broker.alter_client_quota = ZkClientQuotas(session, changes, broker).alter
-    broker.create_topic = zk_topics.create_topic
+    broker.topic_creation.store = zk_topics
     broker.delete_topic = zk_topics.delete_topic
-    broker.create_partitions = zk_topics.create_partitions
     isr = ZkIsrWriter(session, broker.broker_id, lambda: broker.cluster.controller_epoch)
     broker.replica_manager.replication.isr_writer = isr

@@ -12,15 +12,15 @@ leader, the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from ...apis.services import TopicError
+from ...apis.services import NewTopic, TopicError, TopicInfo
 from ...protocol.errors import ErrorCode
 from ..config import BrokerConfig
 from ..replication import ClusterState
 from .storage import InternalTopicSpec
 
-CreateTopic = Callable[..., Awaitable[Any]]
+CreateTopic = Callable[[NewTopic], Awaitable[TopicInfo]]
 
 
 class Broker(Protocol):
@@ -65,10 +65,12 @@ class CoordinatorLocator:
             config = broker.config
             try:
                 await self._create_topic(
-                    spec.name,
-                    config[spec.partitions_key],
-                    spec.configs(config),
-                    replication_factor=config[spec.replication_key],
+                    NewTopic(
+                        spec.name,
+                        config[spec.partitions_key],
+                        spec.configs(config),
+                        replication_factor=config[spec.replication_key],
+                    )
                 )
             except TopicError as exc:
                 if exc.error_code != ErrorCode.TOPIC_ALREADY_EXISTS:

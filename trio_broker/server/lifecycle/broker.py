@@ -83,7 +83,7 @@ from ..replication import (
     ReplicaManager,
     TxnMarkerWriter,
 )
-from ..topics import TopicAdmin, TopicCatalog, side_by_side
+from ..topics import TopicAdmin, TopicCatalog, TopicCreation, side_by_side
 from ..transactions import BLOCK_SIZE, ProducerIdManager, TransactionService
 from . import config_apply
 from .cluster_report import cluster_figures
@@ -299,9 +299,11 @@ class Broker:
         self.topic = topics.topic
         self.topic_by_id = topics.topic_by_id
         self.topics = topics.topics
-        self.create_topic = topics.create_topic
+        # One creation path; its store is this broker's own, or ZooKeeper's in a cluster.
+        self.topic_creation = creation = TopicCreation(topics)
+        self.create_topic = creation.create_topic
+        self.create_partitions = creation.create_partitions
         self.delete_topic = topics.delete_topic
-        self.create_partitions = topics.create_partitions
         if self.zk is not None:  # topics are the controller's to place, through ZooKeeper
             join_cluster(self)
         zk_create = self.create_topic if self.zk is not None else None

@@ -1,12 +1,14 @@
-"""Topics: what the broker holds and how they are created, deleted and grown.
+"""Topics: what the broker holds, and the topic store of a broker on its own.
 
-Owns: ``TopicAdmin``, the broker's topic service (CreateTopics, DeleteTopics,
-CreatePartitions, and the partitions LeaderAndIsr makes this broker hold): one lock orders
-every change, the catalog (``topics.json``) and the partition logs change together on a
-worker thread, and what a deleted topic leaves elsewhere (parked fetches, metrics, cluster
-state, committed offsets) is forgotten by the ``on_deleted`` callbacks the broker
-registers. Topic lookups answer with leaders as the control plane set them, and include
-topics this broker holds no partition of, as the controller described them.
+Owns: ``TopicAdmin``, the broker's topic service: the ``TopicStore`` that the one creation
+path (``creation.TopicCreation``) writes new topics and new partitions to on a broker on
+its own, DeleteTopics, topic config changes, and the partitions LeaderAndIsr makes this
+broker hold. One lock orders every change; the catalog (``topics.json``) and the partition
+logs change together on a worker thread, and what a deleted topic leaves elsewhere (parked
+fetches, metrics, cluster state, committed offsets) is forgotten by the ``on_deleted``
+callbacks the broker registers. Topic lookups answer with leaders as the control plane set
+them, and include topics this broker holds no partition of, as the controller described
+them.
 """
 
 from __future__ import annotations
@@ -19,28 +21,19 @@ from dataclasses import replace
 import trio
 
 from ...apis.services import TopicError, TopicInfo
-from ...apis.topic_names import INTERNAL_TOPICS, topic_name_error
+from ...apis.topic_names import INTERNAL_TOPICS
 from ...protocol.errors import ErrorCode
 from ...protocol.schema import ZERO_UUID
-from ..config import BrokerConfig, ConfigError, plan_topic_change, validate_topic_configs
+from ..config import BrokerConfig, plan_topic_change
 from ..replication import ClusterState, ReplicaManager
 from .catalog import TopicCatalog
+from .creation import GrowthPlan
 
 log = logging.getLogger("trio_broker.server")
 
 
 async def _no_configs(name: str) -> dict[str, str]:
     return {}
-
-
-def _one_broker_holds(me: int, replicas: Sequence[Sequence[int]] | None) -> None:
-    """An assignment naming a broker other than this one is refused."""
-    for ids in replicas or ():
-        if list(ids) != [me]:
-            raise TopicError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"every replica must be on broker {me} (the only broker), got {list(ids)}",
-            )
 
 
 class TopicAdmin:
@@ -127,43 +120,25 @@ class TopicAdmin:
         configs = dict(self.remote_topic_configs.get(name, {}))
         return TopicInfo(name, topic_id, tuple(parts[i] for i in sorted(parts)), configs=configs)
 
-    async def create_topic(
-        self,
-        name: str,
-        num_partitions: int,
-        configs: Mapping[str, str | None],
-        *,
-        validate_only: bool = False,
-        replication_factor: int = 1,
-        replicas: Sequence[Sequence[int]] | None = None,
+    # -- the TopicStore of a broker on its own (topics.creation checks and places)
+
+    async def brokers(self) -> dict[int, str | None]:
+        """This broker alone, with its rack."""
+        return {self.cluster.broker_id: self.config()["broker.rack"]}
+
+    async def exists(self, name: str) -> bool:
+        return self.catalog.get(name) is not None
+
+    async def write(
+        self, name: str, placement: dict[int, list[int]], configs: Mapping[str, str]
     ) -> TopicInfo:
-        """One broker holds every replica: a replication factor other than 1, or an
-        assignment naming another broker, is refused."""
-        _one_broker_holds(self.cluster.broker_id, replicas)
-        if replicas is None and replication_factor != 1:
-            raise TopicError(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"replication factor {replication_factor} is larger than 1, the broker count",
-            )
-        problem = topic_name_error(name)
-        if problem is not None:
-            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
-        if num_partitions < 1:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "a topic needs at least 1 partition")
-        try:
-            validate_topic_configs(configs)
-        except ConfigError as exc:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        clean = {k: v for k, v in configs.items() if v is not None}
         async with self._lock:
             if self.catalog.get(name) is not None:
                 raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-            if validate_only:
-                return TopicInfo(name, ZERO_UUID, ())
             info = await trio.to_thread.run_sync(
-                self._create_topic_blocking, name, num_partitions, clean
+                self._create_topic_blocking, name, len(placement), configs
             )
-        log.info("created topic %s with %d partitions", name, num_partitions)
+        log.info("created topic %s with %d partitions", name, len(placement))
         return info
 
     def _create_topic_blocking(
@@ -201,31 +176,18 @@ class TopicAdmin:
         self.catalog.delete(info.name)
         self.replica_manager.delete_logs(info)
 
-    async def create_partitions(
-        self,
-        name: str,
-        count: int,
-        *,
-        validate_only: bool,
-        replicas: Sequence[Sequence[int]] | None = None,
-    ) -> None:
-        _one_broker_holds(self.cluster.broker_id, replicas)
+    async def grow(self, name: str, plan: GrowthPlan, *, validate_only: bool) -> None:
         async with self._lock:
             info = self.catalog.get(name)
             if info is None:
                 raise TopicError(
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
                 )
-            if info.internal:  # the group coordinator's partitioning depends on its size
-                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
-            if count <= len(info.partitions):
-                raise TopicError(
-                    ErrorCode.INVALID_PARTITIONS,
-                    f"topic {name!r} has {len(info.partitions)} partitions; "
-                    f"the new count {count} must be larger",
-                )
+            me = self.cluster.broker_id
+            added = plan({p.index: [me] for p in info.partitions}, await self.brokers())
             if validate_only:
                 return
+            count = len(info.partitions) + len(added)
             await trio.to_thread.run_sync(self._grow_topic_blocking, info, count)
         log.info("topic %s now has %d partitions", name, count)
 

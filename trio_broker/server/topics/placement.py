@@ -24,7 +24,7 @@ No I/O, no trio.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ...apis.services import TopicError
 from ...protocol.errors import ErrorCode
@@ -133,3 +133,69 @@ def _rack_aware_followers(
         used_racks.add(rack)
         used.add(broker)
     return followers
+
+
+def new_partitions(
+    existing: Mapping[int, list[int]],
+    count: int,
+    brokers: Mapping[int, str | None],
+    replicas: Sequence[Sequence[int]] | None,
+    *,
+    start: int | None = None,
+) -> dict[int, list[int]]:
+    """The replicas of the partitions that grow a topic from ``existing`` to ``count``,
+    as Kafka's ``AdminZkClient.createNewPartitionsAssignment``; ``start`` overrides the
+    start index (tests)."""
+    check_racks(brokers)  # Kafka's getBrokerMetadatas refuses half-racked clusters first
+    current = len(existing)
+    if count < current:
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"Topic currently has {current} partitions, which is higher than the requested "
+            f"{count}.",
+        )
+    if count == current:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+    first = existing.get(0)
+    if not first:
+        raise TopicError(
+            ErrorCode.UNKNOWN_SERVER_ERROR, f"the topic's partition 0 has no replicas: {existing}"
+        )
+    if replicas is not None:
+        if len(replicas) != count - current:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Increasing the number of partitions by {count - current} but "
+                f"{len(replicas)} assignments provided.",
+            )
+        added = {current + i: list(ids) for i, ids in enumerate(replicas)}
+        check_assignment(added, brokers, factor=len(first))
+        return added
+    ids = list(brokers)
+    if start is None:
+        start = next((i for i, b in enumerate(ids) if b >= first[0]), 0)
+    return place_replicas(
+        brokers, count - current, len(first), start=start, first_partition=current
+    )
+
+
+def check_assignment(
+    placement: Mapping[int, list[int]],
+    live: Mapping[int, object],
+    *,
+    factor: int | None = None,
+) -> None:
+    """Registered brokers, no repeats, and one size (``factor``, when given)."""
+    sizes = {len(ids) for ids in placement.values()} | ({factor} if factor else set())
+    for p, ids in placement.items():
+        problem = None
+        if not ids or len(set(ids)) != len(ids):
+            problem = f"partition {p}: replicas {ids} are empty or repeat a broker"
+        elif unknown := [b for b in ids if b not in live]:
+            problem = f"partition {p}: brokers {unknown} are not registered"
+        elif len(sizes) > 1:
+            problem = "every partition must have the same number of replicas" + (
+                f" as partition 0 ({factor})" if factor else ""
+            )
+        if problem is not None:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)

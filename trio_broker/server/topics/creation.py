@@ -1,0 +1,116 @@
+"""Creating and growing a topic: the one path every caller takes, on one broker and in a
+ZooKeeper cluster.
+
+Owns: ``TopicCreation``, whose ``create_topic`` is CreateTopics', auto-creation's (Metadata,
+``auto.create.topics.enable``), the coordinators' (their internal topics in a cluster, on
+the first FindCoordinator) and the admin API's (``POST /v1/topics``), and whose
+``create_partitions`` is CreatePartitions'. The steps are Kafka's (its ``AdminManager`` and
+``AdminZkClient``):
+
+1. the request is checked: the name (Kafka's ``Topic`` rules, INVALID_TOPIC_EXCEPTION), the
+   partition count (INVALID_PARTITIONS) and the configs (the topic config table,
+   INVALID_CONFIG with its message);
+2. the topic is not there already (TOPIC_ALREADY_EXISTS);
+3. the replicas are placed on the brokers (``placement.place_replicas``: a factor above
+   them is INVALID_REPLICATION_FACTOR), or the request's assignment is checked (registered
+   brokers, no repeats, one size: INVALID_REPLICA_ASSIGNMENT);
+4. with ``validate_only`` that is all; otherwise the topic is written to its ``TopicStore``.
+
+Growing takes steps 1-3 on the new partitions (``placement.new_partitions``); the
+coordinators' topics are not grown (their partitioning is theirs). The store is where topics
+live: the broker's own catalog and logs on a broker on its own (``TopicAdmin``: one broker,
+so a factor above 1 or an assignment naming another broker is refused by step 3), or
+ZooKeeper's nodes in a cluster (``coordination.ZkTopics``, which the controller then places
+and elects leaders for). The store's write is the last word on step 2: a topic created
+meanwhile is TOPIC_ALREADY_EXISTS there too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from ...apis.services import NewTopic, TopicError, TopicInfo
+from ...apis.topic_names import INTERNAL_TOPICS, topic_name_error
+from ...protocol.errors import ErrorCode
+from ...protocol.schema import ZERO_UUID
+from ..config import ConfigError, validate_topic_configs
+from .placement import check_assignment, new_partitions, place_replicas
+
+Placement = dict[int, list[int]]  # partition -> its replicas, the first the preferred leader
+Brokers = Mapping[int, str | None]  # broker id -> its rack
+# The new partitions of a topic, from its current placement and the brokers.
+GrowthPlan = Callable[[Mapping[int, list[int]], Brokers], Placement]
+
+
+class TopicStore(Protocol):
+    """Where topics are written: ``TopicAdmin`` (one broker) or ``ZkTopics`` (a cluster)."""
+
+    async def brokers(self) -> dict[int, str | None]:
+        """The brokers replicas may go to, with their racks (BROKER_NOT_AVAILABLE: none)."""
+        ...
+
+    async def exists(self, name: str) -> bool: ...
+
+    async def write(self, name: str, placement: Placement, configs: Mapping[str, str]) -> TopicInfo:
+        """Create the topic (TOPIC_ALREADY_EXISTS if it was created meanwhile)."""
+        ...
+
+    async def grow(self, name: str, plan: GrowthPlan, *, validate_only: bool) -> None:
+        """Add the partitions ``plan`` makes of the topic's placement, read and written as
+        one change (UNKNOWN_TOPIC_OR_PARTITION: no such topic)."""
+        ...
+
+
+class TopicCreation:
+    def __init__(self, store: TopicStore) -> None:
+        # A broker joining a ZooKeeper cluster replaces its own store by ZooKeeper's.
+        self.store = store
+
+    async def create_topic(self, topic: NewTopic, *, validate_only: bool = False) -> TopicInfo:
+        configs = _checked(topic)
+        if await self.store.exists(topic.name):
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic.name!r} already exists")
+        brokers = await self.store.brokers()
+        if topic.replicas is not None:
+            placement = {p: list(ids) for p, ids in enumerate(topic.replicas)}
+            check_assignment(placement, brokers)
+        else:
+            placement = place_replicas(brokers, topic.num_partitions, topic.replication_factor)
+        if validate_only:
+            return TopicInfo(topic.name, ZERO_UUID, ())
+        return await self.store.write(topic.name, placement, configs)
+
+    async def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        validate_only: bool,
+        replicas: Sequence[Sequence[int]] | None = None,
+    ) -> None:
+        """Grow ``name`` to ``count`` partitions, the new ones placed as the topic's others
+        or on the brokers ``replicas`` names per new partition."""
+        if name in INTERNAL_TOPICS:  # the coordinators' partitioning is theirs
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
+
+        def plan(existing: Mapping[int, list[int]], brokers: Brokers) -> Placement:
+            return new_partitions(existing, count, brokers, replicas)
+
+        await self.store.grow(name, plan, validate_only=validate_only)
+
+
+def _checked(topic: NewTopic) -> dict[str, str]:
+    """Step 1: the name, the partition count and the configs; the configs set."""
+    problem = topic_name_error(topic.name)
+    if problem is not None:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+    if topic.replicas is None and topic.num_partitions < 1:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, "a topic needs at least 1 partition")
+    if topic.replicas is not None and not topic.replicas:
+        raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "the assignment is empty")
+    try:
+        validate_topic_configs(topic.configs)
+    except ConfigError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    return {k: v for k, v in topic.configs.items() if v is not None}
