@@ -774,7 +774,7 @@ CROSS_KEY_ERRORS = [
         "sasl.enabled.mechanisms",
         "listener SASL_PLAINTEXT uses SASL_PLAINTEXT, which needs a mechanism",
     ),
-    # ---- the inter-broker listener (config_inter_broker)
+    # ---- the inter-broker listener (config.inter_broker)
     (
         {
             "inter.broker.listener.name": "PLAINTEXT",

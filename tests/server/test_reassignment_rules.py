@@ -1,4 +1,4 @@
-"""The reassignment rules as tables (``server.zk.reassignment``) and the topic node's
+"""The reassignment rules as tables (``server.coordination.reassignment``) and the topic node's
 KIP-455 fields (``layout``)."""
 
 from __future__ import annotations

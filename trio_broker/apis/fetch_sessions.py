@@ -4,7 +4,7 @@ request lists only what changed and each response only the partitions with news.
 Owns: ``FetchSessionCache`` (sessions by id, at most ``max.incremental.fetch.session.cache.
 slots``, evicted as Kafka's ``FetchSessionCache`` does) and ``FetchSession`` (its
 partitions in order, with what the client last asked and what it was last told). Pure and
-synchronous: the Fetch handler (``apis.fetch``) calls it on the event loop.
+synchronous: the Fetch handler (``apis.data.fetch``) calls it on the event loop.
 
 The protocol, from the request's ``session_id`` and ``session_epoch``:
 
@@ -28,7 +28,7 @@ The protocol, from the request's ``session_id`` and ``session_epoch``:
 
 Eviction, when the cache is full: a session unused for ``EVICTION_MS`` goes first; else
 the least recently used of the sessions with fewer partitions than the new one (a bigger
-session saves more). Followers fetch without a session (``server.replica_fetcher`` sends
+session saves more). Followers fetch without a session (``server.replication.replica_fetcher`` sends
 full fetches), so the cache holds clients' sessions only.
 """
 

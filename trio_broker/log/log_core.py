@@ -5,7 +5,7 @@ published to readers after each change, log start offset, recovery point, high w
 (a single replica's is its log end; a replicated log's is what the partition says, kept
 within the log), the last stable offset (the first offset of the oldest transaction not
 yet stable, else the high watermark) and what completing a transaction records (the
-aborted transaction index, ``txn_index``), the checkpoint, fsync and ``flush.messages`` /
+aborted transaction index, ``index.transactions``), the checkpoint, fsync and ``flush.messages`` /
 ``flush.ms``, rolling, removing the oldest segments (retention, DeleteRecords), closing
 and deleting; and the rule for failures of the disk: they become ``LogStorageError``, and
 one that leaves the files unknown takes the log offline. Appends, reads, lookups and

@@ -2,7 +2,7 @@
 
 Owns: ``LogView`` (the immutable picture of a log that its writer publishes after each
 change: segments, committed size of the active one, log start and end offsets),
-the transactions readers need (the aborted ones, ``txn_index``'s entries, and those not yet
+the transactions readers need (the aborted ones, ``index.transactions``' entries, and those not yet
 stable), ``reference`` (a reader's hold on a segment's file, so that a segment deleted meanwhile
 stays readable), ``read_batches`` (whole batches from an offset as ``FileRegion``s within a
 byte budget, jumping through the offset index), and the timestamp lookups

@@ -4,7 +4,7 @@ Owns: ``PartitionLog`` (on ``log_core.LogCore``, which holds the state, rolling,
 checkpoints, retention and end of life): opening and loading, offset assignment and
 appends (serialized by a lock, rolled by size, time and index capacity, fsynced every
 ``flush.messages``), a follower's appends of the leader's batches as they are, the leader
-epochs (``leader_epochs``), truncation (a replica cutting what diverged from its leader),
+epochs (``index.leader_epochs``), truncation (a replica cutting what diverged from its leader),
 producer state and transactions (replayed, with the aborted transaction index rewritten,
 from the newest producer snapshot on every load and truncation), swapping in cleaned
 segments; and the reads, lock-free, on the immutable ``LogView`` published after each

@@ -1,6 +1,6 @@
 """One log segment: ``<base>.log`` with its ``.index`` and ``.timeindex``.
 
-(Its ``.txnindex``, the aborted transactions whose markers it holds, is ``txn_index``'s;
+(Its ``.txnindex``, the aborted transactions whose markers it holds, is ``index.transactions``';
 the segment only deletes that file with its own.)
 
 Owns: appending stamped batches at the end of the file (``os.pwritev``, two-phase: write,

@@ -10,7 +10,7 @@ listener (``sasl``) ``connect`` sends SaslHandshake v1 and SaslAuthenticate v2 u
 naming the peer and the listener; the caller logs it and tries again later. Followers
 fetch with it, the ZooKeeper-era controller sends LeaderAndIsr, UpdateMetadata and
 StopReplica with it, a stopping broker its ControlledShutdown; tests drive the broker
-with it too. Must not: know the broker's config (``server.inter_broker`` builds the
+with it too. Must not: know the broker's config (``server.access.inter_broker`` builds the
 ``PeerListener``).
 """
 

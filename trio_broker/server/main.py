@@ -6,7 +6,7 @@ Usage, as ``kafka-server-start.sh``::
 
 One configuration story wherever the broker starts (this command, ``scripts/start``, the
 container image): the file, then every ``TRIO_BROKER_*`` environment variable
-(``TRIO_BROKER_ADMIN_TOKEN`` is ``admin.token``, see ``env_config``), then ``--override``;
+(``TRIO_BROKER_ADMIN_TOKEN`` is ``admin.token``, see ``config.env``), then ``--override``;
 a later layer wins. ``--from-env`` is still accepted and does nothing (the variables always
 apply). ``GET /v1/config`` shows which layer set each key.
 

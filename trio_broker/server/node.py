@@ -1,9 +1,9 @@
 """The composition root: a broker as the ``trio-broker`` command runs it.
 
-Owns: ``new_broker``, which builds a ``Broker`` with the admin API (``admin_view``'s
+Owns: ``new_broker``, which builds a ``Broker`` with the admin API (``admin_adapter.view``'s
 ``admin_server``, the adapter between the broker and the ``admin`` package) beside it. The
 broker's core never imports the admin adapter: it gets the admin server from here. With
-``testing.faults.enable=true`` it also puts a ``FaultInjector`` (``server.faults``) in the
+``testing.faults.enable=true`` it also puts a ``FaultInjector`` (``server.handlers.faults``) in the
 broker's request path; without it, nothing of fault injection is installed.
 """
 

@@ -9,7 +9,7 @@ CLUSTER_AUTHORIZATION_FAILED without ALTER_CONFIGS on the topic / the cluster,
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (an unknown key, a bad value, a key that needs
 a restart), INVALID_REQUEST (another broker's id, a resource named twice, a key given twice).
 The broker's side, shared with the admin API's ``PUT /v1/config``, is
-``server.config_admin``.
+``server.config.admin``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ AddOffsetsToTxn v0-4 and EndTxn v0-4, and to the group coordinator TxnOffsetComm
 (offsets that count once the transaction commits); DescribeProducers v0,
 DescribeTransactions v0 and ListTransactions v0-1, as ``kafka-transactions.sh`` asks.
 (InitProducerId with a transactional id is in
-``init_producer_id``, FindCoordinator's TRANSACTION key in ``groups``).
+``init_producer_id``, FindCoordinator's TRANSACTION key in ``groups.membership``).
 
 Authorization as Kafka's: WRITE on the TRANSACTIONAL_ID (else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED); AddPartitionsToTxn also WRITE on each topic

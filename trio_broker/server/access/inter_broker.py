@@ -2,7 +2,7 @@
 reaches them on, built from its own config, as Kafka's inter-broker client side.
 
 Owns: ``peer_listeners``: the inter-broker listener's (followers fetch on it;
-``config_inter_broker`` says which) and the controller's (the control plane's when
+``config.inter_broker`` says which) and the controller's (the control plane's when
 ``control.plane.listener.name`` is set, else the inter-broker one: LeaderAndIsr,
 UpdateMetadata, StopReplica and ControlledShutdown go there). On SSL and SASL_SSL the
 TLS client context comes from that listener's ``ssl.*`` settings (``tls.client_ssl_context``:

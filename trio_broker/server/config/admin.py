@@ -1,7 +1,7 @@
 """AlterConfigs and IncrementalAlterConfigs, on the broker's side: one resource at a time.
 
 Owns: ``ConfigAdmin``, which turns a resource's requested changes into the one change path
-(``server.config_changes``): a broker resource becomes ``Broker.update_config`` (stored in
+(``server.config.changes``): a broker resource becomes ``Broker.update_config`` (stored in
 the data dir, in force at once, as ``PUT /v1/config``; in a ZooKeeper cluster written to
 ZooKeeper first, ``ZkBrokerConfigs``) at one of Kafka's two levels: this
 broker's id names its own settings (DYNAMIC_BROKER_CONFIG), ``""`` the cluster-wide

@@ -13,8 +13,8 @@ Relative paths (``log.dirs``, ``dashboard.data.dir``) are kept as written: they 
 relative to the broker's working directory. No Trio, no sockets; the only I/O is reading
 the properties file in ``load_config``.
 
-(The key table is in ``config_keys``, value syntax in ``config_syntax``, the checks that
-span keys in ``config_checks``.)
+(The key table is in ``keys``, value syntax in ``syntax``, the checks that
+span keys in ``checks``.)
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ class BrokerConfig(Mapping[str, Any]):
 
     @property
     def inter_broker_listener_name(self) -> str:
-        """The listener followers fetch from other brokers on (``config_inter_broker``)."""
+        """The listener followers fetch from other brokers on (``inter_broker``)."""
         return self._inter_broker
 
     def peer_login(self, listener: str) -> SaslLogin | None:
@@ -388,7 +388,7 @@ def load_config(
     environ: Mapping[str, str] | None = None,
 ) -> BrokerConfig:
     """Read a ``server.properties`` file (or none), then apply the ``TRIO_BROKER_*``
-    variables of ``environ`` (see ``env_config``; none if ``environ`` is None), then the
+    variables of ``environ`` (see ``env``; none if ``environ`` is None), then the
     ``key=value`` overrides.
 
     Precedence: file < environment < overrides (as ``kafka-server-start.sh --override``

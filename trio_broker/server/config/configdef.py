@@ -4,7 +4,7 @@ Owns: ``ConfigType`` (how a text value is parsed), the validators (``Range``, ``
 ``ListOf``, ``Check``), ``ConfigKey`` (one row of a definition table: type, default,
 validator, dynamic flag, one-line doc), ``Password`` (a value that never prints itself),
 ``ConfigError``, and what DescribeConfigs reports about a value (``ConfigSource``,
-``ConfigEntry``). It knows no key names: the broker table lives in ``config`` and the
+``ConfigEntry``). It knows no key names: the broker table lives in ``broker_config`` and the
 topic table in ``topic_config``. Pure functions and frozen values; no I/O.
 """
 

@@ -2,7 +2,7 @@
 inter-broker listener.
 
 Owns: ``inter_broker_listener`` and ``peer_login``, applied to checked key values (as
-``config_checks`` does). The inter-broker listener, the one followers fetch from, is
+``checks`` does). The inter-broker listener, the one followers fetch from, is
 ``inter.broker.listener.name``, or the listener named as ``security.inter.broker.protocol``
 (Kafka's default there, PLAINTEXT); setting both is an error, as in Kafka. With neither
 set it is the PLAINTEXT listener if there is one, else the first listener that is not

@@ -3,7 +3,7 @@
 Owns: the key table (``BROKER_CONFIG_DEF``: type, default, validator, dynamic flag and doc
 of every key, in documentation order), ``DYNAMIC_KEYS``, ``BROKER_SYNONYMS`` (keys whose
 value may come from others). Which names a key may have (per-listener keys, the error
-for an unknown name) is ``config_names``'.
+for an unknown name) is ``names``'.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The log cleaner's part of the broker's key table: Kafka's ``log.cleaner.*`` settings.
 
-Owns: ``CLEANER_KEYS``, which ``config_keys`` splices into the table in documentation
+Owns: ``CLEANER_KEYS``, which ``keys`` splices into the table in documentation
 order. Kept apart only so that each file of the key table stays readable.
 """
 

@@ -3,7 +3,7 @@
 ``replication.quota.window.*``), controlled shutdown (``controlled.shutdown.*``) and
 leader balancing (``auto.leader.rebalance.enable``, ``leader.imbalance.*``).
 
-Owns: ``REPLICATION_KEYS``, which ``config_keys`` splices into the table. Kept apart only so
+Owns: ``REPLICATION_KEYS``, which ``keys`` splices into the table. Kept apart only so
 that each file of the key table stays readable. They matter in a ZooKeeper cluster
 (``zookeeper.connect``), where partitions have followers; a broker on its own ignores them.
 """

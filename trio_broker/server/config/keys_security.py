@@ -1,6 +1,6 @@
 """The security part of the broker's key table: SASL, TLS and ACL settings.
 
-Owns: ``SECURITY_KEYS``, which ``config_keys`` splices into the table in documentation
+Owns: ``SECURITY_KEYS``, which ``keys`` splices into the table in documentation
 order. Kept apart only so that each file of the key table stays readable.
 """
 

@@ -1,7 +1,7 @@
 """The transaction coordinator's part of the broker's key table: Kafka's
 ``transaction.*`` and ``transactional.id.*`` settings.
 
-Owns: ``TRANSACTION_KEYS``, which ``config_keys`` splices into the table in documentation
+Owns: ``TRANSACTION_KEYS``, which ``keys`` splices into the table in documentation
 order. Kept apart only so that each file of the key table stays readable.
 """
 

@@ -4,7 +4,7 @@ Owns: ``LISTENER_KEYS`` (what ``listener.name.<l>.<key>`` may set, Kafka's per-l
 overrides; ``LISTENER_SECURITY_KEYS``: the ``ssl.*`` keys and ``sasl.enabled.mechanisms``
 among them; and ``JAAS_KEY``, ``listener.name.<l>.<mechanism>.sasl.jaas.config``),
 ``LISTENER_PREFIX``, ``listener_key`` and ``known_key``, which finds a name's
-definition in the key table (``config_keys``) or raises a ``ConfigError`` saying why the
+definition in the key table (``keys``) or raises a ``ConfigError`` saying why the
 name is unknown (with the nearest known name).
 """
 

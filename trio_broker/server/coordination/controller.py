@@ -16,7 +16,7 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
   to a broker that has just (re)joined), StopReplica with delete to the replicas of a
   deleted topic, and UpdateMetadata with the live brokers and every partition to every
   live broker, over the receivers' control-plane listener, else their inter-broker one
-  (``network.PeerClient``, with that listener's TLS and SASL: ``server.inter_broker``);
+  (``network.PeerClient``, with that listener's TLS and SASL: ``server.access.inter_broker``);
 
 then waits until a broker or a topic comes or goes, a topic's assignment changes (a data
 watch on each ``/brokers/topics/<t>``, as Kafka's: CreatePartitions' new partitions get

@@ -1,6 +1,6 @@
 """A leader's ISR changes, written to ZooKeeper as Kafka's ZooKeeper-era leaders write them.
 
-Owns: ``ZkIsrWriter`` (``replication.IsrWriter``): the partition's state node is replaced
+Owns: ``ZkIsrWriter`` (``replication.leader.IsrWriter``): the partition's state node is replaced
 (leader, leader epoch, new ISR, the controller epoch this broker last heard) only if it is
 still at the version the leader knows — a controller that has meanwhile moved the
 partition wrote a newer one, and the leader's change is refused (None) until that

@@ -5,7 +5,7 @@ counts), ``parse_rule`` (a rule from its JSON description, every field checked, 
 ``FaultSpecError`` naming the field otherwise) and ``named_partitions`` (the topics and
 partitions a request body names, read from the message description, so that no API is
 left out). Plain data and no clock of its own: the caller passes the time (seconds of
-``trio.current_time``); ``server.faults`` applies the rules in the request path.
+``trio.current_time``); ``server.handlers.faults`` applies the rules in the request path.
 
 The actions (the JSON field ``action``):
 

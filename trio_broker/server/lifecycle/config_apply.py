@@ -24,7 +24,7 @@ from ..topics import TopicCatalog
 
 
 class Broker(Protocol):
-    """The parts of ``server.broker.Broker`` a config change touches."""
+    """The parts of ``server.lifecycle.broker.Broker`` a config change touches."""
 
     config: BrokerConfig
     dynamic_store: DynamicConfigStore

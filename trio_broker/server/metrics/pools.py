@@ -125,7 +125,7 @@ class BusySampler:
 
 
 class HandlerSampler(BusySampler):
-    """A handler pool (``server.handler_pool.HandlerPool``)."""
+    """A handler pool (``server.handlers.handler_pool.HandlerPool``)."""
 
     def __init__(self, window: Window, pool: Any) -> None:
         self.pool = pool
@@ -173,7 +173,7 @@ class ProcessorSampler(BusySampler):
 
 
 class IoSampler:
-    """The io pool's threads (``server.io_pool.IoPool``): idle is the share of the thread
+    """The io pool's threads (``server.common.io_pool.IoPool``): idle is the share of the thread
     capacity the pool offered in the window (its size integrated over time, so resizes
     count as they happened) that no storage job used."""
 

@@ -39,7 +39,7 @@ class SampledRate:
     least ``min_windows`` windows: Kafka's Rate (client quotas) takes ``samples - 1``, so
     a client new to a quota may send ten windows' worth at once; its SimpleRate
     (replication throttles) takes one, so a throttled copy runs at its rate from the
-    first second (``replication_quota``).
+    first second (``replication.throttles``).
     """
 
     __slots__ = ("_samples", "_starts", "_totals", "min_windows", "samples", "window_s")

@@ -9,7 +9,7 @@ bytes per second, ``request_percentage`` a percentage of one handler's time; all
 file whole). Entities are client-id, user and user+client-id (``SUPPORTED_ENTITIES``).
 Blocking file I/O: the broker calls ``load``, ``alter`` and ``delete`` from a worker
 thread; readers get immutable copies and never wait.
-Must not: enforce anything (``quota_manager`` reads this store).
+Must not: enforce anything (``manager`` reads this store).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ passed its delete horizon (Kafka's ``latestDeleteHorizon``, in memory as there).
 nothing due it sleeps ``log.cleaner.backoff.ms`` or until ``wake`` (a pass ended, a
 config changed). A log is cleaned by one pass at a time. The figures (per partition:
 dirty ratio, bytes, passes, last run; and totals) feed the metrics snapshot and the admin
-API. It must not decide what a pass keeps: ``log.cleaner`` does.
+API. It must not decide what a pass keeps: ``log.cleaner.compaction`` does.
 """
 
 from __future__ import annotations

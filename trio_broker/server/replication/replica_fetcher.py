@@ -3,7 +3,7 @@
 Owns: ``ReplicaFetchers``, Kafka's ReplicaFetcherManager with one fetcher task per leader
 broker (``num.replica.fetchers`` 1). ``follow`` (from LeaderAndIsr) adds a partition to
 its leader's fetcher, ``unfollow`` takes it away; a fetcher with nothing left ends. Each
-fetcher keeps one connection to its leader's inter-broker listener (``inter_broker``: with
+fetcher keeps one connection to its leader's inter-broker listener (``access.inter_broker``: with
 that listener's TLS and SASL; a failed handshake or login is logged as an error naming
 the leader and the listener, then tried again after the backoff) and sends Fetch v12
 with this broker's id as the replica id (the leader reads past its high watermark for it,

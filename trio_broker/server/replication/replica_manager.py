@@ -1,5 +1,5 @@
 """The partitions this broker holds, their logs, and the data path's I/O (Kafka's
-ReplicaManager; the followers' and leaders' replication is ``replication``'s).
+ReplicaManager; the followers' and leaders' replication is ``leader``'s).
 
 Owns: ``ReplicaManager``: opening the log manager at start-up (recovering what a crash
 left), creating and deleting partition logs with their topic's configuration, appending

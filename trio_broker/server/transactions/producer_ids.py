@@ -4,7 +4,7 @@ Owns: ``ProducerIdManager``. Ids are handed out from blocks of 1000, as Kafka's 
 allocates them; the end of the current block is persisted (atomically) before any id in it
 is used, so ids are never reused after a restart or a crash, at the cost of skipping the
 rest of a block. In a ZooKeeper cluster the blocks come from ZooKeeper instead
-(``zk.producer_ids``), unique across the brokers. Blocking file I/O on a block change only
+(``coordination.producer_ids``), unique across the brokers. Blocking file I/O on a block change only
 (once per 1000 producers).
 """
 
