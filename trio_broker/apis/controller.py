@@ -28,7 +28,7 @@ from ..protocol.messages.controller import (
 from ..protocol.schema import ZERO_UUID
 from .authz import Op, cluster_allowed
 from .context import RequestContext
-from .services import ClusterBroker, PartitionAssignment, PartitionInfo
+from .services import ClusterBroker, ClusterMetadata, PartitionAssignment, PartitionInfo
 
 # Kafka's SecurityProtocol ids, for UpdateMetadata v1-v2 endpoints (no listener names yet).
 _PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
@@ -148,7 +148,7 @@ async def update_metadata(
             tuple(s.offline_replicas) if v >= 4 else (),
         )
     error = await ctx.broker.update_metadata(
-        req.controller_id, req.controller_epoch, brokers, partitions, topic_ids
+        ClusterMetadata(req.controller_id, req.controller_epoch, brokers, partitions, topic_ids)
     )
     return UpdateMetadataResponse(error_code=error)
 

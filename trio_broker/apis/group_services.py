@@ -60,6 +60,18 @@ class JoinParams:
 
 
 @dataclass(frozen=True, slots=True)
+class SyncParams:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    # SyncGroup v5+: checked against the group's (INCONSISTENT_GROUP_PROTOCOL); None: not sent.
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: Mapping[str, bytes]  # the leader's, by member id (others send none)
+
+
+@dataclass(frozen=True, slots=True)
 class JoinMember:
     member_id: str
     group_instance_id: str | None
@@ -149,16 +161,7 @@ class GroupCoordinatorView(Protocol):
 
     def join_group(self, params: JoinParams) -> JoinResult | Pending[JoinResult]: ...
 
-    def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-    ) -> SyncResult | Pending[SyncResult]: ...
+    def sync_group(self, params: SyncParams) -> SyncResult | Pending[SyncResult]: ...
 
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None

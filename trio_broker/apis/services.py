@@ -78,6 +78,18 @@ class ClusterBroker:
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterMetadata:
+    """The cluster as one UpdateMetadata describes it, decoded: a newer one replaces it
+    whole."""
+
+    controller_id: int
+    controller_epoch: int
+    brokers: list[ClusterBroker]
+    partitions: dict[str, dict[int, PartitionInfo]]  # topic -> partition -> its state
+    topic_ids: dict[str, uuid.UUID]
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionAssignment:
     """One partition state of a LeaderAndIsr request, decoded."""
 
@@ -472,14 +484,7 @@ class BrokerView(Protocol):
         self, controller_epoch: int, partitions: Sequence[tuple[str, int, bool]]
     ) -> list[int]: ...
 
-    async def update_metadata(
-        self,
-        controller_id: int,
-        controller_epoch: int,
-        brokers: list[ClusterBroker],
-        partitions: dict[str, dict[int, PartitionInfo]],
-        topic_ids: dict[str, uuid.UUID],
-    ) -> int: ...
+    async def update_metadata(self, metadata: ClusterMetadata) -> int: ...
 
     # -- the controller's (ControlledShutdown, ElectLeaders, partition reassignments)
 

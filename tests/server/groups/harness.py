@@ -20,6 +20,7 @@ from trio_broker.apis.group_services import (
     JoinResult,
     OffsetCommitEntry,
     Pending,
+    SyncParams,
     SyncResult,
 )
 from trio_broker.protocol.errors import ErrorCode
@@ -145,13 +146,15 @@ class Member:
 
     def sync(self, assignments: dict[str, bytes] | None = None, **kw: Any) -> Any:
         return self.h.coordinator.sync_group(
-            kw.get("group", self.group),
-            kw.get("generation", self.generation),
-            kw.get("member_id", self.member_id),
-            kw.get("instance", self.instance),
-            kw.get("protocol_type"),
-            kw.get("protocol_name"),
-            assignments or {},
+            SyncParams(
+                kw.get("group", self.group),
+                kw.get("generation", self.generation),
+                kw.get("member_id", self.member_id),
+                kw.get("instance", self.instance),
+                kw.get("protocol_type"),
+                kw.get("protocol_name"),
+                assignments or {},
+            )
         )
 
     async def synced(self, out: SyncResult | Pending[SyncResult]) -> SyncResult:

@@ -63,6 +63,7 @@ from ..group_services import (
     JoinResult,
     MemberIdentity,
     Pending,
+    SyncParams,
     SyncResult,
     coordinator_of,
 )
@@ -228,7 +229,7 @@ async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
         return respond(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return respond(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-    outcome = coordinator_of(ctx).sync_group(
+    params = SyncParams(
         req.group_id,
         req.generation_id,
         req.member_id,
@@ -237,6 +238,7 @@ async def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
         req.protocol_name if v >= 5 else None,
         {a.member_id: bytes(a.assignment) for a in req.assignments},
     )
+    outcome = coordinator_of(ctx).sync_group(params)
     if isinstance(outcome, Pending):
         return _park(ctx, outcome, respond, SyncResult(ErrorCode.NOT_COORDINATOR))
     return respond(outcome)

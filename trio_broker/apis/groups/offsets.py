@@ -23,6 +23,7 @@ topics out; OffsetDelete DELETE on the group and READ on each topic.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...protocol.errors import ErrorCode
 from ...protocol.messages.group_offsets import (
@@ -148,6 +149,32 @@ def _by_topic(
     return out
 
 
+def _topics(
+    topic: Any,
+    partition: Any,
+    wanted: list[TopicPartition] | None,
+    found: dict[TopicPartition, CommittedOffset],
+) -> list[Any]:
+    """The response's topics, in the classes of its version (one group's, v8+, or the
+    whole response's)."""
+    return [
+        topic(
+            name=name,
+            partitions=[
+                partition(
+                    partition_index=index,
+                    committed_offset=c.offset,
+                    committed_leader_epoch=c.leader_epoch,
+                    metadata=c.metadata,
+                    error_code=c.error_code,
+                )
+                for index, c in parts
+            ],
+        )
+        for name, parts in _by_topic(wanted, found).items()
+    ]
+
+
 async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     v = ctx.api_version
     require_stable = req.require_stable if v >= 7 else False
@@ -162,24 +189,7 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
                 G(
                     group_id=g.group_id,
                     error_code=code,
-                    topics=[]
-                    if code
-                    else [
-                        G.Topics(
-                            name=name,
-                            partitions=[
-                                G.Topics.Partitions(
-                                    partition_index=index,
-                                    committed_offset=c.offset,
-                                    committed_leader_epoch=c.leader_epoch,
-                                    metadata=c.metadata,
-                                    error_code=c.error_code,
-                                )
-                                for index, c in parts
-                            ],
-                        )
-                        for name, parts in _by_topic(wanted, found).items()
-                    ],
+                    topics=[] if code else _topics(G.Topics, G.Topics.Partitions, wanted, found),
                 )
             )
         return OffsetFetchResponse(throttle_time_ms=ctx.throttle_time_ms, groups=groups)
@@ -196,22 +206,7 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
     return OffsetFetchResponse(
         throttle_time_ms=ctx.throttle_time_ms,
         error_code=code,
-        topics=[
-            T(
-                name=name,
-                partitions=[
-                    T.Partition(
-                        partition_index=index,
-                        committed_offset=c.offset,
-                        committed_leader_epoch=c.leader_epoch,
-                        metadata=c.metadata,
-                        error_code=c.error_code,
-                    )
-                    for index, c in parts
-                ],
-            )
-            for name, parts in _by_topic(wanted, found).items()
-        ],
+        topics=_topics(T, T.Partition, wanted, found),
     )
 
 

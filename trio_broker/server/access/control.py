@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from ...protocol.errors import ErrorCode
-from ...security.acl import AclBinding, AclFilter, AclOperation, ResourceType
+from ...security.acl import AclBinding, AclFilter
 from ...security.scram import ScramCredential
 from ..quotas import QuotaEntity, QuotaError, QuotaStore
 from .acl_store import AclStore, Authorization
@@ -52,25 +52,6 @@ class AccessControl:
         except QuotaError as exc:
             return ErrorCode.INVALID_REQUEST, str(exc)
         return ErrorCode.NONE, None
-
-    def authorize(
-        self,
-        principal: str,
-        host: str,
-        operation: AclOperation,
-        resource_type: ResourceType,
-        name: str,
-        *,
-        log_denied: bool = True,
-    ) -> bool:
-        return self.authorization.authorize(
-            principal, host, operation, resource_type, name, log_denied=log_denied
-        )
-
-    def authorize_any(
-        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
-    ) -> bool:
-        return self.authorization.authorize_any(principal, host, operation, resource_type)
 
     def find_acls(self, acl_filter: AclFilter) -> list[AclBinding]:
         return self.acls.find(acl_filter)

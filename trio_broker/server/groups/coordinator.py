@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from ...apis.group_services import (
     MemberIdentity,
     OffsetCommitEntry,
     Pending,
+    SyncParams,
     SyncResult,
 )
 from ...protocol.errors import ErrorCode
@@ -241,28 +242,11 @@ class GroupCoordinator:
             return JoinResult(error, member_id=params.member_id)
         return self.membership.join_group(params)
 
-    def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-    ) -> SyncResult | Pending[SyncResult]:
-        error = self._check(group_id, allow_empty=False)
+    def sync_group(self, params: SyncParams) -> SyncResult | Pending[SyncResult]:
+        error = self._check(params.group_id, allow_empty=False)
         if error:
             return SyncResult(error)
-        return self.membership.sync_group(
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
-            protocol_type,
-            protocol_name,
-            assignments,
-        )
+        return self.membership.sync_group(params)
 
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None

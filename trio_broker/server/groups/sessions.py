@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Mapping
 
-from ...apis.group_services import JoinResult, Pending, SyncResult
+from ...apis.group_services import JoinResult, Pending, SyncParams, SyncResult
 from ...protocol.errors import ErrorCode
 from .group import Group
 from .log_format import group_metadata_record
@@ -60,26 +60,19 @@ class SyncAndSessions:
 
     # ============================================================== SyncGroup
 
-    def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-    ) -> SyncResult | Pending[SyncResult]:
-        group = self.groups.get(group_id)
+    def sync_group(self, params: SyncParams) -> SyncResult | Pending[SyncResult]:
+        member_id = params.member_id
+        group = self.groups.get(params.group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_dead:
             return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        error = validate_member(group, member_id, group_instance_id)
+        error = validate_member(group, member_id, params.group_instance_id)
         if error:
             return SyncResult(error)
-        if generation_id != group.generation_id:
+        if params.generation_id != group.generation_id:
             return SyncResult(ErrorCode.ILLEGAL_GENERATION)
+        protocol_type, protocol_name = params.protocol_type, params.protocol_name
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
             protocol_name is not None and protocol_name != group.protocol_name
         ):
@@ -100,7 +93,7 @@ class SyncAndSessions:
             self._resolve(replaced, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         member.awaiting_sync = pending
         if group.is_leader(member_id):
-            self._store_assignment(group, assignments)
+            self._store_assignment(group, params.assignments)
         return pending
 
     def _store_assignment(self, group: Group, assignments: Mapping[str, bytes]) -> None:

@@ -12,7 +12,7 @@ close the request channels (handlers drain and end), close the stores, remove
 
 Nursery layout::
 
-    admin HTTP server (admin.listeners)        starts first, stops last (admin_view)
+    admin HTTP server (admin.listeners)        starts first, stops last (admin_adapter)
     handler pools (data, control)              end when their request channel closes
       socket server: listeners, processors,    ends after shutdown() and the drain
       connections, acceptors
@@ -111,14 +111,14 @@ class Broker:
         self.broker_id: int = config["broker.id"]
         self.cluster_id = ""
         # Followers fetch on the inter-broker listener; ZooKeeper's controller reaches the
-        # brokers on the control plane, else there too (with its TLS and SASL: inter_broker).
+        # brokers on the control plane, else there too (with its TLS and SASL: access.inter_broker).
         fetch_on, control_on = peer_listeners(config)
         self.zk = (
             ZkMembership(config, self._registration, control_on)
             if config["zookeeper.connect"]
             else None
         )
-        if self.zk is None:  # no controller to ask: a cluster of one (controller_requests)
+        if self.zk is None:  # no controller to ask: a cluster of one (ControllerRequests)
             plain = api_table is API_TABLE
             api_table = SINGLE_BROKER_TABLE if plain else api_table.without(*ZOOKEEPER_ONLY)
         self.api_table = api_table
@@ -315,7 +315,8 @@ class Broker:
         self.control.roles[TXN_STATE_TOPIC] = txns.coordinator.role_changed
         self.metrics.set_transactions(txns.figures)
         self.client_quotas = access.client_quotas
-        self.authorize, self.authorize_any = access.authorize, access.authorize_any
+        authorization = access.authorization
+        self.authorize, self.authorize_any = authorization.authorize, authorization.authorize_any
         self.find_acls = access.find_acls
         self.create_acls = access.create_acls
         self.delete_acls = access.delete_acls

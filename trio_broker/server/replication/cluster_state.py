@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ...apis.services import ClusterBroker, PartitionAssignment, PartitionInfo
+from ...apis.services import ClusterBroker, ClusterMetadata, PartitionAssignment, PartitionInfo
 from ...protocol.errors import ErrorCode
 from ..datadir import JsonDocument
 from .metadata_cache import MetadataCache
@@ -139,16 +139,6 @@ class ClusterState:
         for key in [k for k in self.leadership if k[0] == topic]:
             del self.leadership[key]
 
-    def update_metadata(
-        self,
-        controller_id: int,
-        controller_epoch: int,
-        brokers: list[ClusterBroker],
-        partitions: dict[str, dict[int, PartitionInfo]],
-        topic_ids: dict[str, uuid.UUID],
-    ) -> None:
-        self.cache.replace(controller_id, controller_epoch, brokers, partitions, topic_ids)
-
     # ------------------------------------------------------------ persistence
 
     def load(self) -> None:
@@ -175,31 +165,33 @@ class ClusterState:
         cache = data.get("cache")
         if cache is not None:
             self.cache.replace(
-                cache["controller_id"],
-                cache["controller_epoch"],
-                [
-                    ClusterBroker(
-                        b["broker_id"],
-                        {k: (v[0], v[1]) for k, v in b["endpoints"].items()},
-                        b["rack"],
-                    )
-                    for b in cache["brokers"]
-                ],
-                {
-                    topic: {
-                        int(p): PartitionInfo(
-                            s["index"],
-                            s["leader"],
-                            s["leader_epoch"],
-                            tuple(s["replicas"]),
-                            tuple(s["isr"]),
-                            tuple(s["offline"]),
+                ClusterMetadata(
+                    cache["controller_id"],
+                    cache["controller_epoch"],
+                    [
+                        ClusterBroker(
+                            b["broker_id"],
+                            {k: (v[0], v[1]) for k, v in b["endpoints"].items()},
+                            b["rack"],
                         )
-                        for p, s in parts.items()
-                    }
-                    for topic, parts in cache["partitions"].items()
-                },
-                {t: uuid.UUID(i) for t, i in cache["topic_ids"].items()},
+                        for b in cache["brokers"]
+                    ],
+                    {
+                        topic: {
+                            int(p): PartitionInfo(
+                                s["index"],
+                                s["leader"],
+                                s["leader_epoch"],
+                                tuple(s["replicas"]),
+                                tuple(s["isr"]),
+                                tuple(s["offline"]),
+                            )
+                            for p, s in parts.items()
+                        }
+                        for topic, parts in cache["partitions"].items()
+                    },
+                    {t: uuid.UUID(i) for t, i in cache["topic_ids"].items()},
+                )
             )
 
     def save(self) -> None:

@@ -20,7 +20,7 @@ from typing import Protocol
 import trio
 
 from ...apis.metadata import DESCRIBED
-from ...apis.services import ClusterBroker, PartitionAssignment, PartitionInfo, TopicInfo
+from ...apis.services import ClusterMetadata, PartitionAssignment, TopicInfo
 from ...protocol.errors import ErrorCode
 from ..common import Purgatory
 from .cluster_state import ClusterState
@@ -164,19 +164,10 @@ class ControlPlane:
         self._changed()
         return errors
 
-    async def update_metadata(
-        self,
-        controller_id: int,
-        controller_epoch: int,
-        brokers: list[ClusterBroker],
-        partitions: dict[str, dict[int, PartitionInfo]],
-        topic_ids: dict[str, uuid.UUID],
-    ) -> int:
-        if not self.cluster.check_controller(controller_epoch):
+    async def update_metadata(self, metadata: ClusterMetadata) -> int:
+        if not self.cluster.check_controller(metadata.controller_epoch):
             return ErrorCode.STALE_CONTROLLER_EPOCH
-        self.cluster.update_metadata(
-            controller_id, controller_epoch, brokers, partitions, topic_ids
-        )
+        self.cluster.cache.replace(metadata)
         self.metadata_purgatory.check(DESCRIBED)
         await trio.to_thread.run_sync(self.cluster.save)
         self._changed()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from ...apis.services import BrokerEndpoint, ClusterBroker, PartitionInfo
+from ...apis.services import BrokerEndpoint, ClusterBroker, ClusterMetadata, PartitionInfo
 
 
 @dataclass(slots=True)
@@ -29,19 +29,12 @@ class MetadataCache:
         """Whether a controller has described the cluster (else: this broker alone)."""
         return self.controller_epoch >= 0
 
-    def replace(
-        self,
-        controller_id: int,
-        controller_epoch: int,
-        brokers: list[ClusterBroker],
-        partitions: dict[str, dict[int, PartitionInfo]],
-        topic_ids: dict[str, uuid.UUID],
-    ) -> None:
-        self.controller_id = controller_id
-        self.controller_epoch = controller_epoch
-        self.brokers = {b.broker_id: b for b in brokers}
-        self.partitions = partitions
-        self.topic_ids = topic_ids
+    def replace(self, metadata: ClusterMetadata) -> None:
+        self.controller_id = metadata.controller_id
+        self.controller_epoch = metadata.controller_epoch
+        self.brokers = {b.broker_id: b for b in metadata.brokers}
+        self.partitions = metadata.partitions
+        self.topic_ids = metadata.topic_ids
 
     def endpoints(self, listener: str) -> list[BrokerEndpoint]:
         out = []
