@@ -182,3 +182,18 @@ def test_each_face_says_which_subsystems_it_uses() -> None:
 def face_docstring(subsystem: str) -> str:
     source = (SERVER / subsystem / "__init__.py").read_text(encoding="utf-8")
     return ast.get_docstring(ast.parse(source)) or ""
+
+
+def test_the_architecture_page_matches_the_tree() -> None:
+    """docs/architecture.md names only files and folders that exist, and has a paragraph
+    for every server subsystem."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([a-z_][a-z0-9_/]*(?:\.py|/))`", page))
+    # a path from the repository, from trio_broker/, or from a package (a paragraph about
+    # a package names its modules by their own names)
+    bases = [ROOT, *(p.parent for p in (ROOT / "trio_broker").rglob("__init__.py"))]
+    missing = sorted(p for p in named if not any((base / p).exists() for base in bases))
+    assert missing == []
+    assert len(named) > 30
+    without_paragraph = [s for s in SUBSYSTEMS if f"**`{s}`**" not in page]
+    assert without_paragraph == []
