@@ -6,10 +6,11 @@ Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready`
 ``/v1/cluster`` (controller, brokers, partitions' leaders and ISR), ``/v1/transactions``
 (the transaction coordinator's ids and figures), ``/v1/users`` (in ``admin.users``),
 ``/v1/faults`` (in ``admin.faults``), ``/metrics``, ``/v1/config``, ``/v1/openapi.json``,
-``/v1/dashboard``, and the page ``/dashboard`` with its static files; ``/v1/acls`` is
-registered from ``admin.acls``), the bearer-token check, and the translation between JSON
-and the view's records. Handlers run on the broker's event loop: they only call the view
-(whose synchronous methods return at once) and never block.
+``/v1/dashboard``, and the page ``/dashboard`` with its static files; ``/v1/topics`` is
+registered from ``admin.topics``, ``/v1/acls`` from ``admin.acls``), the bearer-token
+check, and the translation between JSON and the view's records. Handlers run on the
+broker's event loop: they only call the view (whose synchronous methods return at once)
+and never block.
 Must not: import anything of the broker but ``admin.view``.
 """
 
@@ -31,6 +32,7 @@ from .errors import ApiError, install_error_handlers, json_response
 from .faults import register_fault_routes
 from .inputs import boolean, parse_json_object, pool_size, quota_value, setting_text
 from .openapi import openapi_document
+from .topics import register_topic_routes
 from .users import register_user_routes
 from .view import AdminView, ClientQuota, ConfigState, PoolsState
 
@@ -240,6 +242,7 @@ def create_app(view: AdminView) -> QuartTrio:
             }
         )
 
+    register_topic_routes(app, view)  # /v1/topics
     register_acl_routes(app, view)
     register_fault_routes(app, view)  # /v1/faults (testing.faults.enable only)
 

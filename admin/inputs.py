@@ -4,8 +4,8 @@ Owns: ``parse_json_object`` (a body that must be a JSON object: malformed JSON, 
 Infinity, or another JSON type is a 400), and the strict field checks the routes share
 (``pool_size``: an integer, not a boolean or a float, within the pool limits;
 ``quota_value``: a positive finite number or ``null``; ``setting_text``: a JSON value as
-configuration text). Each raises ``ApiError`` with a message naming the field. Pure
-functions; no broker access.
+configuration text), and ``describe`` (a value as a message names it). Each check raises
+``ApiError`` with a message naming the field. Pure functions; no broker access.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def pool_size(body: Mapping[str, Any]) -> int:
         raise ApiError(
             400,
             "invalid-size",
-            f"size must be an integer, not {_describe(size)}",
+            f"size must be an integer, not {describe(size)}",
         )
     if not MIN_POOL_SIZE <= size <= MAX_POOL_SIZE:
         raise ApiError(
@@ -71,7 +71,7 @@ def quota_value(key: str, value: Any) -> float | None:
         return None
     if type(value) not in (int, float):
         raise ApiError(
-            400, "invalid-quota", f"{key} must be a positive number, not {_describe(value)}"
+            400, "invalid-quota", f"{key} must be a positive number, not {describe(value)}"
         )
     if not math.isfinite(value) or value <= 0:
         raise ApiError(400, "invalid-quota", f"{key} must be a positive number, not {value}")
@@ -95,18 +95,18 @@ def setting_text(key: str, value: Any) -> str | None:
         400,
         "invalid-config",
         f"{key}: a setting is a string, number, boolean, list of strings or null, "
-        f"not {_describe(value)}",
+        f"not {describe(value)}",
     )
 
 
 def boolean(body: Mapping[str, Any], key: str, default: bool) -> bool:
     value = body.get(key, default)
     if not isinstance(value, bool):
-        raise ApiError(400, "invalid-field", f"{key} must be true or false, not {_describe(value)}")
+        raise ApiError(400, "invalid-field", f"{key} must be true or false, not {describe(value)}")
     return value
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {json.dumps(value)}"
     if isinstance(value, int | float):

@@ -15,6 +15,7 @@ from typing import Any
 
 from .acl_openapi import acl_paths, acl_schemas
 from .faults import fault_paths, fault_schemas
+from .topic_openapi import topic_paths, topic_schemas
 from .users import user_paths, user_schemas
 from .view import CONFIG_ORIGINS, MAX_POOL_SIZE, MIN_POOL_SIZE
 
@@ -561,6 +562,7 @@ def openapi_document(
             ),
         },
     }
+    paths.update(topic_paths(op, _error))
     paths.update(acl_paths(op, _error))
     paths.update(user_paths(op, bad))
     paths.update(fault_paths(op, _error))
@@ -571,7 +573,8 @@ def openapi_document(
             "version": version,
             "description": (
                 "Operate a running trio-broker: readiness, pools (live resize), "
-                "connections, client quotas, ACLs, SCRAM users, metrics and dynamic configuration; "
+                "connections, topics, client quotas, ACLs, SCRAM users, metrics and dynamic "
+                "configuration; "
                 "fault injection for test suites (testing.faults.enable). "
                 'Errors are {"error": {"code", "message"}}.'
             ),
@@ -580,6 +583,7 @@ def openapi_document(
         "components": {
             "schemas": {
                 **_schemas(mute_states, quota_keys),
+                **topic_schemas(),
                 **acl_schemas(),
                 **user_schemas(),
                 **fault_schemas(),

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .acl_view import AclView
+from .topic_view import TopicView
 
 MIN_POOL_SIZE = 1
 MAX_POOL_SIZE = 256
@@ -191,8 +192,9 @@ class FaultControl(Protocol):
         ...
 
 
-class AdminView(AclView, Protocol):
-    """What the admin API may read and change in a running broker (the ACLs: ``AclView``)."""
+class AdminView(AclView, TopicView, Protocol):
+    """What the admin API may read and change in a running broker (the ACLs: ``AclView``;
+    the topics: ``TopicView``)."""
 
     @property
     def admin_token(self) -> str | None:

@@ -1,7 +1,8 @@
 """The admin API's adapter: the broker side of ``admin.view.AdminView``.
 
-Owns: ``AdminView`` over a running broker and the admin server's lifetime (``view``), and
-the ACL routes' view (``acls``). The only part of ``trio_broker`` that imports the
+Owns: ``AdminView`` over a running broker and the admin server's lifetime (``view``), the
+ACL routes' view (``acls``) and the topic routes' (``topics``: the broker's one creation
+path and DeleteTopics', never a path of its own). The only part of ``trio_broker`` that imports the
 ``admin`` package; only the composition root (``server.node``) hands it to a broker.
 
 Face: what ``__all__`` names. Uses of the server: ``lifecycle``, ``handlers``, ``quotas``,

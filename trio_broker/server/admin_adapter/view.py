@@ -5,9 +5,10 @@ Owns: ``BrokerAdminView``, which implements ``admin.view.AdminView`` over a ``Br
 keep the effective config, ``num.io.threads``/``num.network.threads``, and the I/O
 limiter in step; client quotas in the ``QuotaStore``; dynamic config updates; the Spark
 jobs' files in ``dashboard.data.dir`` for the dashboard; the fault rules of a testing
-broker through ``AdminFaults``), and ``admin_server``, the context in which the admin HTTP
-server runs (started before the Kafka listeners, stopped after them). Everything here runs
-on the broker's event loop; file writes go to a worker thread.
+broker through ``AdminFaults``; ACLs and topics through ``acls`` and ``topics``), and
+``admin_server``, the context in which the admin HTTP server runs (started before the
+Kafka listeners, stopped after them). Everything here runs on the broker's event loop;
+file writes go to a worker thread.
 Must not: be imported by the admin package (it knows only ``admin.view``).
 """
 
@@ -51,13 +52,15 @@ from ..lifecycle import cluster_view
 from ..quotas import QUOTA_KEYS, QuotaEntity, QuotaError
 from ..startup import StartupError
 from .acls import AclAdmin
+from .topics import TopicAdminView
 
 if TYPE_CHECKING:
     from ..lifecycle import Broker
 
 
-class BrokerAdminView(AclAdmin):
-    """``AdminView`` over one broker (the ACL routes' part in ``AclAdmin``)."""
+class BrokerAdminView(AclAdmin, TopicAdminView):
+    """``AdminView`` over one broker (the ACL routes' part in ``AclAdmin``, the topic
+    routes' in ``TopicAdminView``)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker

@@ -13,6 +13,7 @@ server's message on standard error), 2 a malformed command line (nothing was sen
     trio-broker-admin connections --mute-state MUTED_AND_THROTTLED
     trio-broker-admin quota set app-1 producer_byte_rate=1048576
     trio-broker-admin config set max.connections=1000 --dry-run
+    trio-broker-admin topic create orders --partitions 3 --config retention.ms=86400000
 
 Must not: import anything of the broker: the tool speaks only HTTP (an import-linter
 contract in pyproject.toml holds it to that).
@@ -27,7 +28,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ... import __version__
-from . import commands
+from . import commands, topics
 from .client import DEFAULT_ADMIN_URL, AdminClient, AdminError, admin_url
 
 TOKEN_VARIABLE = "TRIO_BROKER_ADMIN_TOKEN"
@@ -141,6 +142,41 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("items", nargs="*", metavar="CLIENT, KEY=VALUE or KEY")
 
     command("metrics", commands.metrics, "request rates and latencies, pools, connections")
+
+    command("topics", topics.topics_list, "every topic: partitions, replication, config overrides")
+    topic = command("topic", topics.topics_list, "topics (list, describe, create, delete)")
+    tsub = topic.add_subparsers(dest="action", metavar="ACTION")
+    command("list", topics.topics_list, "every topic (as the topics command)", tsub)
+    tdesc = command(
+        "describe", topics.topic_describe, "a topic's partitions: leader, replicas, ISR", tsub
+    )
+    tcreate = command(
+        "create",
+        topics.topic_create,
+        "create a topic, as CreateTopics does (without --partitions or "
+        "--replication-factor: the broker's num.partitions, default.replication.factor)",
+        tsub,
+    )
+    tcreate.add_argument("--partitions", type=int, metavar="N")
+    tcreate.add_argument("--replication-factor", type=int, metavar="R")
+    tcreate.add_argument(
+        "--config", action="append", metavar="KEY=VALUE", help="a config override (repeatable)"
+    )
+    tcreate.add_argument(
+        "--assignment",
+        action="append",
+        metavar="B,B:B,B",
+        help="the brokers of each partition, instead of --partitions and "
+        "--replication-factor: a partition's separated by ',', partitions by ':' "
+        "(0,1:1,2: partition 0 on brokers 0 and 1, partition 1 on 1 and 2); repeatable, "
+        "each adding the partitions that follow",
+    )
+    tcreate.add_argument(
+        "--validate-only", action="store_true", help="only check it; create nothing"
+    )
+    tdel = command("delete", topics.topic_delete, "delete a topic, as DeleteTopics does", tsub)
+    for p in (tdesc, tcreate, tdel):
+        p.add_argument("name", metavar="NAME")
 
     config = command("config", commands.config_get, "broker configuration (get, set, delete)")
     csub = config.add_subparsers(dest="action", metavar="ACTION")

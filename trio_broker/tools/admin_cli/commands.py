@@ -1,10 +1,11 @@
 """What each ``trio-broker-admin`` command asks the admin API, and how it shows the answer.
 
-Owns: one function per command, ``(client, args) -> Output``: the requests it sends
-(paths and payloads of ``admin/app.py``, ``admin/users.py``, ``admin/acls.py``), the
-answer for ``--json`` (the server's JSON, unchanged) and the same answer as text for a
-person. Input the server checks (sizes, quota values, config keys) is passed on as given,
-so the refusal a user sees is the server's own message.
+Owns: one function per command, ``(client, args) -> Output`` (the topic commands' are in
+``topics``): the requests it sends (paths and payloads of ``admin/app.py``,
+``admin/users.py``, ``admin/acls.py``), the answer for ``--json`` (the server's JSON,
+unchanged) and the same answer as text for a person. Input the server checks (sizes,
+quota values, config keys) is passed on as given, so the refusal a user sees is the
+server's own message.
 Must not: import anything of the broker: the tool speaks only HTTP.
 """
 
