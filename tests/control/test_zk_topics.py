@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -276,31 +276,47 @@ def answers(admin: AdminClient, *, validate_only: bool) -> dict[str, str]:
             out[name] = exc.args[0].name()
     grow = admin.create_partitions([NewPartitions("__consumer_offsets", 99)])
     out["grow __consumer_offsets"] = error_of(grow["__consumer_offsets"]).name()
+    if not validate_only:  # DeleteTopics has no validate_only
+        deleted = admin.delete_topics(["__consumer_offsets", "no-such-topic"])
+        for name, future in deleted.items():
+            out[f"delete {name}"] = error_of(future).name()
     return out
 
 
 def test_one_creation_path_answers_alike_on_one_broker_and_in_a_cluster(
     tmp_path: Path, zk: tuple[str, KazooClient]
 ) -> None:
-    """CreateTopics takes the one creation path (topics.TopicCreation) whether topics are
-    written to the broker's own catalog or to ZooKeeper: the same refusals, the same
-    acceptances, and validate_only creates nothing in either."""
+    """CreateTopics, CreatePartitions and DeleteTopics take the one path
+    (topics.TopicCreation) whether topics are written to the broker's own catalog or to
+    ZooKeeper: the same refusals, the same acceptances, validate_only creates nothing in
+    either, and neither deletes a coordinator's topic."""
     connect, _ = zk
     alone = BrokerProcess(tmp_path / "alone", [f"log.dirs={tmp_path / 'alone'}"]).start()
-    member = broker(tmp_path, connect, 0).start()
+    member = broker(tmp_path, connect, 0, "offsets.topic.replication.factor=1").start()
     try:
         seen = {}
         for where, b in (("alone", alone), ("cluster", member)):
             admin = AdminClient({"bootstrap.servers": b.bootstrap})
             admin.create_topics([NewTopic("exists", 1, 1)])["exists"].result(30)
+            # A group's first FindCoordinator makes __consumer_offsets (in the cluster,
+            # through the same path), so that deleting it is refused for being internal.
+            group = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g"})
+            group.committed([TopicPartition("exists", 0)], timeout=30)
+            group.close()
+            until(
+                "__consumer_offsets exists",
+                lambda a=admin: "__consumer_offsets" in a.list_topics(timeout=10).topics,
+            )
             dry = answers(admin, validate_only=True)
             assert not {"fine", "assigned"} & set(admin.list_topics(timeout=10).topics)
             seen[where] = answers(admin, validate_only=False)
-            assert dry == seen[where]
+            assert dry == {k: v for k, v in seen[where].items() if not k.startswith("delete ")}
             topics = admin.list_topics(timeout=10).topics
             assert len(topics["fine"].partitions) == 2 and len(topics["assigned"].partitions) == 3
         expected = {t.topic: answer for t, answer in ONE_PATH_CASES}
         expected["grow __consumer_offsets"] = "TOPIC_EXCEPTION"
+        expected["delete __consumer_offsets"] = "TOPIC_EXCEPTION"
+        expected["delete no-such-topic"] = "UNKNOWN_TOPIC_OR_PART"
         assert seen["alone"] == seen["cluster"] == expected
     finally:
         stop_all({0: member, 1: alone})

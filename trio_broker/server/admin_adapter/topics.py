@@ -7,9 +7,9 @@ through the broker's own paths only: ``Broker.create_topic``, the one creation p
 whose store is ZooKeeper's in a cluster, and ``Broker.delete_topic``, DeleteTopics'. A
 request becomes a ``NewTopic`` as CreateTopics makes one (-1 or absent:
 ``num.partitions`` / ``default.replication.factor``; an assignment with either is
-INVALID_REQUEST), and a ``TopicError`` a ``TopicRefused`` naming the Kafka error. An
-internal topic is not deleted (INVALID_TOPIC_EXCEPTION, as a broker on its own answers
-DeleteTopics) in a cluster either. Records handed out are copies.
+INVALID_REQUEST), and a ``TopicError`` a ``TopicRefused`` naming the Kafka error (the
+path refuses an internal topic's deletion, INVALID_TOPIC_EXCEPTION). Records handed out
+are copies.
 Must not: check, place or write a topic itself: that is the creation path's alone.
 """
 
@@ -59,10 +59,6 @@ class TopicAdminView:
 
     async def delete_topic(self, name: str) -> TopicRecord:
         info = self._existing(name)  # DeleteTopics' UNKNOWN_TOPIC_OR_PARTITION first
-        if _internal(info):
-            raise TopicRefused(
-                ErrorCode.INVALID_TOPIC_EXCEPTION.name, f"{name} is an internal topic"
-            )
         try:
             await self.broker.delete_topic(info.name)
         except TopicError as exc:

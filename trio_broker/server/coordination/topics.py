@@ -95,9 +95,7 @@ class ZkTopics:
             configs=dict(configs),
         )
 
-    async def delete_topic(self, name: str) -> None:
-        if not self.local.config()["delete.topic.enable"]:
-            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+    async def delete(self, name: str) -> None:
         found = await self.session.get(layout.topic_path(name))
         if found is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")

@@ -40,6 +40,5 @@ def join_cluster(broker: Any) -> None:
     broker.alter_scram_credentials = ZkScramCredentials(session, changes, broker).alter
     broker.alter_client_quota = ZkClientQuotas(session, changes, broker).alter
     broker.topic_creation.store = zk_topics
-    broker.delete_topic = zk_topics.delete_topic
     isr = ZkIsrWriter(session, broker.broker_id, lambda: broker.cluster.controller_epoch)
     broker.replica_manager.replication.isr_writer = isr

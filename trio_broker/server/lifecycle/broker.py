@@ -300,10 +300,10 @@ class Broker:
         self.topic_by_id = topics.topic_by_id
         self.topics = topics.topics
         # One creation path; its store is this broker's own, or ZooKeeper's in a cluster.
-        self.topic_creation = creation = TopicCreation(topics)
+        self.topic_creation = creation = TopicCreation(topics, lambda: self.config)
         self.create_topic = creation.create_topic
         self.create_partitions = creation.create_partitions
-        self.delete_topic = topics.delete_topic
+        self.delete_topic = creation.delete_topic
         if self.zk is not None:  # topics are the controller's to place, through ZooKeeper
             join_cluster(self)
         zk_create = self.create_topic if self.zk is not None else None

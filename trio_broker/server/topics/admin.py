@@ -118,7 +118,8 @@ class TopicAdmin:
             return None
         topic_id = cache.topic_ids.get(name, ZERO_UUID)
         configs = dict(self.remote_topic_configs.get(name, {}))
-        return TopicInfo(name, topic_id, tuple(parts[i] for i in sorted(parts)), configs=configs)
+        partitions = tuple(parts[i] for i in sorted(parts))
+        return TopicInfo(name, topic_id, partitions, name in INTERNAL_TOPICS, configs)
 
     # -- the TopicStore of a broker on its own (topics.creation checks and places)
 
@@ -148,17 +149,13 @@ class TopicAdmin:
         self.replica_manager.create_logs(info)
         return info
 
-    async def delete_topic(self, name: str) -> None:
-        if not self.config()["delete.topic.enable"]:
-            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+    async def delete(self, name: str) -> None:
         async with self._lock:
             info = self.catalog.get(name)
             if info is None:
                 raise TopicError(
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
                 )
-            if info.internal:
-                raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
             await self._forget_locked(info)
 
     async def forget(self, info: TopicInfo) -> None:

@@ -1,5 +1,5 @@
-"""Creating and growing a topic: the one path every caller takes, on one broker and in a
-ZooKeeper cluster.
+"""Creating, growing and deleting a topic: the one path every caller takes, on one broker
+and in a ZooKeeper cluster.
 
 Owns: ``TopicCreation``, whose ``create_topic`` is CreateTopics', auto-creation's (Metadata,
 ``auto.create.topics.enable``), the coordinators' (their internal topics in a cluster, on
@@ -17,7 +17,9 @@ the first FindCoordinator) and the admin API's (``POST /v1/topics``), and whose
 4. with ``validate_only`` that is all; otherwise the topic is written to its ``TopicStore``.
 
 Growing takes steps 1-3 on the new partitions (``placement.new_partitions``); the
-coordinators' topics are not grown (their partitioning is theirs). The store is where topics
+coordinators' topics are not grown (their partitioning is theirs). Deleting is refused
+while ``delete.topic.enable`` is false (TOPIC_DELETION_DISABLED) and for the coordinators'
+topics (INVALID_TOPIC_EXCEPTION), before the store is asked. The store is where topics
 live: the broker's own catalog and logs on a broker on its own (``TopicAdmin``: one broker,
 so a factor above 1 or an assignment naming another broker is refused by step 3), or
 ZooKeeper's nodes in a cluster (``coordination.ZkTopics``, which the controller then places
@@ -34,7 +36,7 @@ from ...apis.services import NewTopic, TopicError, TopicInfo
 from ...apis.topic_names import INTERNAL_TOPICS, topic_name_error
 from ...protocol.errors import ErrorCode
 from ...protocol.schema import ZERO_UUID
-from ..config import ConfigError, validate_topic_configs
+from ..config import BrokerConfig, ConfigError, validate_topic_configs
 from .placement import check_assignment, new_partitions, place_replicas
 
 Placement = dict[int, list[int]]  # partition -> its replicas, the first the preferred leader
@@ -61,11 +63,16 @@ class TopicStore(Protocol):
         one change (UNKNOWN_TOPIC_OR_PARTITION: no such topic)."""
         ...
 
+    async def delete(self, name: str) -> None:
+        """Remove the topic (UNKNOWN_TOPIC_OR_PARTITION: no such topic)."""
+        ...
+
 
 class TopicCreation:
-    def __init__(self, store: TopicStore) -> None:
+    def __init__(self, store: TopicStore, config: Callable[[], BrokerConfig]) -> None:
         # A broker joining a ZooKeeper cluster replaces its own store by ZooKeeper's.
         self.store = store
+        self.config = config  # the running config (it changes at run time)
 
     async def create_topic(self, topic: NewTopic, *, validate_only: bool = False) -> TopicInfo:
         configs = _checked(topic)
@@ -98,6 +105,13 @@ class TopicCreation:
             return new_partitions(existing, count, brokers, replicas)
 
         await self.store.grow(name, plan, validate_only=validate_only)
+
+    async def delete_topic(self, name: str) -> None:
+        if not self.config()["delete.topic.enable"]:
+            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "delete.topic.enable is false")
+        if name in INTERNAL_TOPICS:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
+        await self.store.delete(name)
 
 
 def _checked(topic: NewTopic) -> dict[str, str]:
