@@ -24,6 +24,7 @@ from confluent_kafka.admin import (
 from kazoo.client import KazooClient
 
 from trio_broker.protocol.messages.configs import DescribeConfigsRequest
+from trio_broker.protocol.messages.metadata import MetadataRequest
 
 from ..support.brokers import BrokerProcess
 from ..support.wire import WireClient
@@ -320,3 +321,28 @@ def test_one_creation_path_answers_alike_on_one_broker_and_in_a_cluster(
         assert seen["alone"] == seen["cluster"] == expected
     finally:
         stop_all({0: member, 1: alone})
+
+
+def test_an_internal_topic_held_elsewhere_is_internal_in_metadata(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    """A broker that holds no partition of __consumer_offsets describes it as the controller
+    told it, internal flag included (Metadata's is_internal, which admin clients use to
+    hide the coordinators' topics)."""
+    connect, _ = zk
+    one = ("offsets.topic.replication.factor=1", "offsets.topic.num.partitions=1")
+    brokers = {i: broker(tmp_path, connect, i, *one).start() for i in (0, 1)}
+    try:
+        until("both brokers named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1])
+        admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
+        admin.create_topics([NewTopic("t", 1, 1)])["t"].result(30)
+        group = Consumer({"bootstrap.servers": bootstrap(brokers), "group.id": "g"})
+        group.committed([TopicPartition("t", 0)], timeout=30)
+        group.close()
+        for b in brokers.values():
+            with WireClient(b.bootstrap) as wire:
+                topics = {t.name: t for t in wire.request(MetadataRequest(topics=None), 9).topics}
+            assert topics["__consumer_offsets"].is_internal
+            assert not topics["t"].is_internal
+    finally:
+        stop_all(brokers)
