@@ -6,6 +6,7 @@ import pytest
 import trio
 import trio.testing
 
+from trio_broker.apis.services import NewTopic
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages.fetch import FetchRequest
 from trio_broker.protocol.messages.metadata import MetadataRequest
@@ -194,7 +195,7 @@ async def test_produce_errors(run_broker, records: bytes, acks: int, topic: str,
     broker = await run_broker()
     c = await AsyncWireClient.connect(address(broker))
     await make_topic(c, "t")
-    await broker.create_topic("small", 1, {"max.message.bytes": "1024"})
+    await broker.create_topic(NewTopic("small", 1, {"max.message.bytes": "1024"}))
     resp = await c.request(produce_req(topic, records, acks=acks), 8)
     (p,) = resp.responses[0].partition_responses
     assert p.error_code == code
@@ -237,7 +238,7 @@ async def test_a_parked_fetch_completes_when_data_arrives(run_broker) -> None:  
 
 async def test_log_append_time(run_broker) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker()
-    await broker.create_topic("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    await broker.create_topic(NewTopic("lat", 1, {"message.timestamp.type": "LogAppendTime"}))
     c = await AsyncWireClient.connect(address(broker))
     resp = await c.request(produce_req("lat", batch(b"v", ts=1000)), 8)
     (p,) = resp.responses[0].partition_responses
