@@ -250,6 +250,25 @@ def test_a_topic_config_change_asked_of_any_broker_is_in_force_on_its_leader(
         stop_all(brokers)
 
 
+def find_a_group_coordinator(bootstrap_servers: str, tp: TopicPartition) -> None:
+    """Until a group's committed offsets can be read: its FindCoordinator made
+    __consumer_offsets (in a cluster, through the creation path) and its coordinator has
+    loaded (NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+    group = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "g"})
+
+    def answered() -> bool:
+        try:
+            group.committed([tp], timeout=10)
+        except KafkaException:
+            return False
+        return True
+
+    try:
+        until("a group coordinator answers", answered, timeout=60)
+    finally:
+        group.close()
+
+
 # (topic, what a broker on its own and a one-broker ZooKeeper cluster both answer)
 ONE_PATH_CASES = [
     (NewTopic("bad name", 1, 1), "TOPIC_EXCEPTION"),
@@ -301,9 +320,7 @@ def test_one_creation_path_answers_alike_on_one_broker_and_in_a_cluster(
             admin.create_topics([NewTopic("exists", 1, 1)])["exists"].result(30)
             # A group's first FindCoordinator makes __consumer_offsets (in the cluster,
             # through the same path), so that deleting it is refused for being internal.
-            group = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "g"})
-            group.committed([TopicPartition("exists", 0)], timeout=30)
-            group.close()
+            find_a_group_coordinator(b.bootstrap, TopicPartition("exists", 0))
             until(
                 "__consumer_offsets exists",
                 lambda a=admin: "__consumer_offsets" in a.list_topics(timeout=10).topics,
@@ -336,9 +353,7 @@ def test_an_internal_topic_held_elsewhere_is_internal_in_metadata(
         until("both brokers named", lambda: sorted(metadata(brokers[0]).brokers) == [0, 1])
         admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
         admin.create_topics([NewTopic("t", 1, 1)])["t"].result(30)
-        group = Consumer({"bootstrap.servers": bootstrap(brokers), "group.id": "g"})
-        group.committed([TopicPartition("t", 0)], timeout=30)
-        group.close()
+        find_a_group_coordinator(bootstrap(brokers), TopicPartition("t", 0))
         for b in brokers.values():
             with WireClient(b.bootstrap) as wire:
                 topics = {t.name: t for t in wire.request(MetadataRequest(topics=None), 9).topics}
