@@ -196,6 +196,7 @@ class Poller:
         while self.count is None or self.stats.snapshots < self.count:
             if not self._wait_until(next_at):
                 break
+            next_at = min(next_at, time.monotonic())  # woken early (retarget): from now on
             try:
                 snapshot, line = fetch_snapshot(self.url, token=self.token, timeout=self.timeout)
             except FetchError as exc:
