@@ -125,7 +125,9 @@ def partition_figures(broker: Broker) -> tuple[list[dict[str, Any]], list[dict[s
             {
                 "topic": topic,
                 "partition": index,
-                "leader": broker.broker_id if leads else info.leader,
+                # A follower's fetcher has LeaderAndIsr's word, which may be newer than
+                # the metadata's (UpdateMetadata comes after it).
+                "leader": broker.broker_id if leads else f.leader if f else info.leader,
                 "role": "leader" if leads else "follower",
                 "replicas": list(info.replicas),
                 "isr": sorted(led.isr) if led is not None else list(info.isr),
