@@ -204,7 +204,7 @@ def create_app(view: AdminView) -> QuartTrio:
 
     @app.get("/v1/cluster")
     async def cluster() -> Response:
-        return json_response(view.cluster())
+        return json_response(await view.cluster())
 
     @app.get("/v1/transactions")
     async def transactions() -> Response:

@@ -463,7 +463,8 @@ def openapi_document(
             "get": op(
                 "What this broker knows of its cluster: mode (single, static or "
                 "zookeeper), cluster id, controller and whether this broker is it, the "
-                "brokers with their client endpoints, offline partitions, the ZooKeeper "
+                "brokers with their client endpoints and admin API URLs (admin: null where "
+                "unknown), offline partitions, the ZooKeeper "
                 "session, and every partition's leader, leader epoch, replicas and ISR.",
                 {"200": _json({"type": "object"}, "the cluster as this broker sees it")},
                 operationId="getCluster",

@@ -258,9 +258,9 @@ class AdminView(AclView, TopicView, Protocol):
 
     def metrics_snapshot(self) -> Mapping[str, Any]: ...
 
-    def cluster(self) -> Mapping[str, Any]:
-        """What this broker knows of its cluster: controller, brokers, every partition's
-        leader and ISR, the ZooKeeper session."""
+    async def cluster(self) -> Mapping[str, Any]:
+        """What this broker knows of its cluster: controller, brokers (with their admin
+        API URLs where known), every partition's leader and ISR, the ZooKeeper session."""
         ...
 
     def transactions(self) -> Mapping[str, Any]:

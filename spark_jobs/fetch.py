@@ -2,7 +2,9 @@
 
 Owns: ``fetch_snapshot`` (returns the snapshot and its compact one-line JSON, or raises
 ``FetchError`` saying why: unreachable, an HTTP error, not JSON, not a snapshot),
-``token_from_env`` (``TRIO_BROKER_ADMIN_TOKEN``) and ``is_restart``. Used by the scraper
+``fetch_cluster`` (``GET /v1/cluster``: every live broker's id and admin API URL, None
+where the broker names none), ``token_from_env`` (``TRIO_BROKER_ADMIN_TOKEN``) and
+``is_restart``. Used by the scraper
 and by the streaming data source, which Spark ships to its Python workers by value: so it
 imports the standard library only.
 Must not: retry or sleep (the callers decide how to back off).
@@ -33,26 +35,48 @@ def metrics_url(admin: str) -> str:
     return admin.rstrip("/") + "/v1/metrics"
 
 
-def fetch_snapshot(
-    admin: str, *, token: str | None = None, timeout: float = 10.0
-) -> tuple[dict[str, Any], bytes]:
-    """The current snapshot of the broker at ``admin`` (``http://host:port``) and that
-    snapshot as one line of compact JSON."""
-    request = urllib.request.Request(metrics_url(admin), headers={"Accept": "application/json"})
+def _get_json(url: str, token: str | None, timeout: float) -> Any:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
-        raise FetchError(f"HTTP {exc.code} from {metrics_url(admin)}") from None
+        raise FetchError(f"HTTP {exc.code} from {url}") from None
     except (OSError, ValueError) as exc:  # URLError, refused, reset, timeout, bad URL
         reason = getattr(exc, "reason", exc)
-        raise FetchError(f"{metrics_url(admin)}: {reason}") from None
+        raise FetchError(f"{url}: {reason}") from None
     try:
-        snapshot = json.loads(body)
+        return json.loads(body)
     except ValueError:
-        raise FetchError(f"{metrics_url(admin)}: the answer is not JSON") from None
+        raise FetchError(f"{url}: the answer is not JSON") from None
+
+
+def fetch_cluster(
+    admin: str, *, token: str | None = None, timeout: float = 10.0
+) -> dict[int, str | None]:
+    """Every live broker the broker at ``admin`` knows (``GET /v1/cluster``): its id and its
+    admin API URL (None where it names none)."""
+    url = admin.rstrip("/") + "/v1/cluster"
+    doc = _get_json(url, token, timeout)
+    brokers = doc.get("brokers") if isinstance(doc, dict) else None
+    if not isinstance(brokers, list):
+        raise FetchError(f"{url}: not a cluster description (no brokers list)")
+    out: dict[int, str | None] = {}
+    for b in brokers:
+        if isinstance(b, dict) and isinstance(b.get("id"), int):
+            admin_url = b.get("admin")
+            out[b["id"]] = admin_url if isinstance(admin_url, str) and admin_url else None
+    return out
+
+
+def fetch_snapshot(
+    admin: str, *, token: str | None = None, timeout: float = 10.0
+) -> tuple[dict[str, Any], bytes]:
+    """The current snapshot of the broker at ``admin`` (``http://host:port``) and that
+    snapshot as one line of compact JSON."""
+    snapshot = _get_json(metrics_url(admin), token, timeout)
     if not isinstance(snapshot, dict) or snapshot.get("schema") != SCHEMA_ID:
         got = snapshot.get("schema") if isinstance(snapshot, dict) else type(snapshot).__name__
         raise FetchError(f"{metrics_url(admin)}: not a {SCHEMA_ID} snapshot ({got!r})")

@@ -2,11 +2,18 @@
 
     python -m spark_jobs.scrape --admin URL [--admin URL2 ...] [--token T] --out DIR
         --interval S [--count N] [--duration S]
+    python -m spark_jobs.scrape --cluster --admin URL [--admin URL2 ...] --out DIR
+        --interval S [--discover-interval S] [--count N] [--duration S]
 
-Owns: one polling thread per broker (``--admin``), on a fixed-rate schedule of
-``--interval`` seconds; the layout ``DIR/broker=<id>/date=YYYY-MM-DD/hour=HH.jsonl``
-(by the snapshot's own ``ts``, UTC), one snapshot per line, exactly as the broker sent it;
-and the marker lines written beside the snapshots:
+Owns: one polling thread per broker, on a fixed-rate schedule of ``--interval`` seconds:
+each ``--admin``, or with ``--cluster`` each broker that ``GET /v1/cluster`` names
+(asked of the ``--admin`` URLs, then of any broker found, every ``--discover-interval``
+seconds: a broker that joins gets its own thread and files from the next discovery on, a
+broker whose admin API moved, restarted on another port, is followed there, and a broker
+that leaves keeps its thread, so its absence is a gap like any other); the layout
+``DIR/broker=<id>/date=YYYY-MM-DD/hour=HH.jsonl`` (by the snapshot's own ``ts``, UTC),
+one snapshot per line, exactly as the broker sent it; and the marker lines written beside
+the snapshots:
 
 - ``{"marker": "gap", ...}`` when a broker answered again after failures (``from``,
   ``to``, ``seconds``, ``attempts``, the last ``error``; just before the snapshot that
@@ -20,8 +27,10 @@ scraper. "Never loses a fetched snapshot": each line is appended with one write 
 fsynced before the next fetch, a torn last line left by a crash is sealed off before
 anything else is appended (see ``spark_jobs.durable``), and SIGTERM/SIGINT let the write
 in progress finish. It stops after ``--count`` snapshots per broker or ``--duration``
-seconds, whichever comes first (neither: at a signal). Exit status 0, or 1 if a broker
-never answered. Standard library only (it runs in the spark-jobs image, and anywhere).
+seconds, whichever comes first (neither: at a signal); with ``--cluster``, discovery
+goes on until ``--duration``, a signal, or every broker found has its ``--count``. Exit
+status 0, or 1 if a broker never answered (or, with ``--cluster``, none was found).
+Standard library only (it runs in the spark-jobs image, and anywhere).
 Must not: change a snapshot, or write one anywhere but its broker's hourly file.
 """
 
@@ -34,6 +43,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -43,7 +53,7 @@ if __package__ in (None, ""):  # python spark_jobs/scrape.py: find the package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spark_jobs.durable import AppendLog
-from spark_jobs.fetch import FetchError, fetch_snapshot, is_restart, token_from_env
+from spark_jobs.fetch import FetchError, fetch_cluster, fetch_snapshot, is_restart, token_from_env
 
 
 def iso_now() -> str:
@@ -88,6 +98,33 @@ class HourlyFiles:
             self._open.clear()
 
 
+class Stop:
+    """The scraper's stop signal, which also wakes one poller early (its broker's admin API
+    moved): every waiting thread waits on the one condition."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()  # an RLock: a signal handler may take it
+        self._set = False
+
+    def set(self) -> None:
+        with self._cond:
+            self._set = True
+            self._cond.notify_all()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def nudge(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait(self, timeout: float, woken: Callable[[], bool] = lambda: False) -> bool:
+        """Wait up to ``timeout`` s, or until stopped or ``woken()``; True if stopped."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._set or woken(), max(0.0, timeout))
+            return self._set
+
+
 @dataclass
 class SourceStats:
     url: str
@@ -111,10 +148,11 @@ class Poller:
         interval: float,
         count: int | None,
         deadline: float | None,
-        stop: threading.Event,
+        stop: Stop,
         timeout: float,
         max_backoff: float,
         log: TextIO,
+        broker_id: int | None = None,
     ) -> None:
         self.url = url
         self.files = files
@@ -132,12 +170,25 @@ class Poller:
         self._down_since: str | None = None
         self._down_monotonic = 0.0
         self._attempts = 0
+        self._moved = False  # retarget() named a new URL: try it now
+        self.done = False
+        self.expected_id = broker_id  # the broker --cluster found at this URL
+
+    def retarget(self, url: str) -> None:
+        """The broker's admin API is now at ``url`` (it restarted on another port)."""
+        if url != self.url:
+            print(f"scrape: broker {self.expected_id}: admin API now at {url}", file=self.log)
+            self.url = self.stats.url = url
+            self._moved = True
+            self.stop.nudge()
 
     def _wait_until(self, t: float) -> bool:
-        """Wait until monotonic time ``t``; False if stopped or past the deadline first."""
+        """Wait until monotonic time ``t`` (or a retarget); False if stopped or past the
+        deadline first."""
         end = t if self.deadline is None else min(t, self.deadline)
-        if self.stop.wait(max(0.0, end - time.monotonic())):
+        if self.stop.wait(end - time.monotonic(), lambda: self._moved):
             return False
+        self._moved = False
         return self.deadline is None or time.monotonic() < self.deadline
 
     def run(self) -> SourceStats:
@@ -145,6 +196,7 @@ class Poller:
         while self.count is None or self.stats.snapshots < self.count:
             if not self._wait_until(next_at):
                 break
+            next_at = min(next_at, time.monotonic())  # woken early (retarget): from now on
             try:
                 snapshot, line = fetch_snapshot(self.url, token=self.token, timeout=self.timeout)
             except FetchError as exc:
@@ -157,6 +209,7 @@ class Poller:
                 next_at = now
         if self._down_since is not None and self._last_ts is not None:
             self._write_gap(self._last_ts, open_=True)
+        self.done = True
         return self.stats
 
     def _failed(self, error: str) -> float:
@@ -234,15 +287,21 @@ def scrape(
     token: str | None = None,
     timeout: float = 5.0,
     max_backoff: float = 30.0,
-    stop: threading.Event | None = None,
+    stop: Stop | None = None,
     log: TextIO = sys.stderr,
+    cluster: bool = False,
+    discover_interval: float = 10.0,
 ) -> list[SourceStats]:
-    """Poll every broker in ``admins`` concurrently; return what each one gave."""
-    stop = stop or threading.Event()
+    """Poll every broker in ``admins`` (with ``cluster``: every broker of their cluster, as
+    it changes) concurrently; return what each one gave."""
+    stop = stop or Stop()
     deadline = None if duration is None else time.monotonic() + duration
     files = HourlyFiles(out)
-    pollers = [
-        Poller(
+    pollers: list[Poller] = []
+    threads: list[threading.Thread] = []
+
+    def start(url: str, broker_id: int | None = None) -> Poller:
+        p = Poller(
             url,
             files,
             token=token,
@@ -253,20 +312,83 @@ def scrape(
             timeout=timeout,
             max_backoff=max_backoff,
             log=log,
+            broker_id=broker_id,
         )
-        for url in admins
-    ]
-    threads = [threading.Thread(target=p.run, name=f"scrape {p.url}") for p in pollers]
+        t = threading.Thread(target=p.run, name=f"scrape {url}")
+        pollers.append(p)
+        threads.append(t)
+        t.start()
+        return p
+
     try:
-        for t in threads:
-            t.start()
+        if cluster:
+            follow_cluster(admins, start, stop, deadline, discover_interval, token, timeout, log)
+        else:
+            for url in admins:
+                start(url)
         for t in threads:
             t.join()
     finally:
+        stop.set()  # an error in discovery: the pollers end too
+        for t in threads:
+            t.join()
         files.close()
     for path in files.sealed:
         print(f"scrape: {path}: sealed a torn last line left by a crash", file=log)
     return [p.stats for p in pollers]
+
+
+def follow_cluster(
+    seeds: list[str],
+    start: Callable[[str, int], Poller],
+    stop: Stop,
+    deadline: float | None,
+    every: float,
+    token: str | None,
+    timeout: float,
+    log: TextIO,
+) -> None:
+    """Discover the cluster's brokers every ``every`` seconds (``GET /v1/cluster``, asked of
+    the seeds, then of the brokers found, until one answers) and have ``start(url, id)``
+    poll each new one, until stopped, past the deadline, or every poller is done."""
+    pollers: dict[int, Poller] = {}
+    present: set[int] = set()
+    silent: set[int] = set()  # brokers that name no admin API, said once
+    failing = False
+    while True:
+        view: dict[int, str | None] | None = None
+        error = ""
+        known = [p.url for p in pollers.values()]
+        for url in dict.fromkeys([*seeds, *known]):
+            try:
+                view = fetch_cluster(url, token=token, timeout=timeout)
+                break
+            except FetchError as exc:
+                error = str(exc)
+        if view is None:
+            if not failing:
+                print(f"scrape: cannot discover the cluster: {error}; retrying", file=log)
+            failing = True
+        else:
+            failing = False
+            for broker_id, admin in sorted(view.items()):
+                if admin is None:
+                    if broker_id not in silent:
+                        print(f"scrape: broker {broker_id} names no admin API", file=log)
+                        silent.add(broker_id)
+                elif broker_id not in pollers:
+                    print(f"scrape: broker {broker_id} found at {admin}", file=log)
+                    pollers[broker_id] = start(admin, broker_id)
+                else:
+                    pollers[broker_id].retarget(admin)
+            for broker_id in sorted(present - set(view)):
+                print(f"scrape: broker {broker_id} left the cluster", file=log)
+            present = set(view)
+        done = bool(pollers) and all(p.done for p in pollers.values())
+        now = time.monotonic()
+        wait = every if deadline is None else min(every, deadline - now)
+        if done or wait <= 0 or stop.wait(wait):
+            return
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -277,7 +399,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--admin",
         action="append",
         required=True,
-        help="a broker's admin API, http://host:port (repeatable)",
+        help="a broker's admin API, http://host:port (repeatable; with --cluster, where to "
+        "ask for the cluster's brokers)",
+    )
+    p.add_argument(
+        "--cluster",
+        action="store_true",
+        help="scrape every broker of the cluster, found through GET /v1/cluster and "
+        "followed as brokers join and leave",
+    )
+    p.add_argument(
+        "--discover-interval",
+        type=float,
+        default=10.0,
+        help="with --cluster: seconds between two looks at the cluster (10)",
     )
     p.add_argument("--token", help="the admin bearer token (default: $TRIO_BROKER_ADMIN_TOKEN)")
     p.add_argument("--out", type=Path, required=True, help="output directory")
@@ -295,12 +430,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--count must be >= 1")
     if args.duration is not None and args.duration <= 0:
         p.error("--duration must be > 0")
+    if args.discover_interval <= 0:
+        p.error("--discover-interval must be > 0")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    stop = threading.Event()
+    stop = Stop()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
@@ -317,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
         timeout=args.timeout,
         max_backoff=args.max_backoff,
         stop=stop,
+        cluster=args.cluster,
+        discover_interval=args.discover_interval,
     )
     for s in stats:
         print(
@@ -324,7 +463,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{s.failures} failed attempt(s), {s.gaps} gap(s), {s.restarts} restart(s)",
             file=sys.stderr,
         )
-    return 0 if all(s.snapshots for s in stats) else 1
+    if not stats:
+        print("scrape: no broker found to scrape", file=sys.stderr)
+    return 0 if stats and all(s.snapshots for s in stats) else 1
 
 
 if __name__ == "__main__":

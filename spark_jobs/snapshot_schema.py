@@ -1,7 +1,8 @@
 """The metrics snapshot as the Spark jobs read it: the one contract with the broker.
 
-Owns: ``SCHEMA_ID`` (``trio-broker.metrics/1``), the explicit Spark schema of the fields
-the jobs use (``SNAPSHOT``; every field nullable, unknown fields ignored, as version 1
+Owns: ``SCHEMA_ID`` (``trio-broker.metrics/1``), the explicit Spark schemas of the fields
+the jobs use (``SNAPSHOT``, and ``CLUSTER_SNAPSHOT`` for the per-broker and per-partition
+tables; every field nullable, unknown fields ignored, as version 1
 allows fields to be added), ``HEAD`` (the few fields that identify a line) and the
 scraper's marker lines (``MARKER_KEY``). The source of truth is ``docs/metrics.md`` and
 ``docs/metrics.schema.json``; a test checks that every field named here is in that schema.
@@ -11,6 +12,7 @@ Must not: import the broker (``trio_broker``): a snapshot is all the jobs know o
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     DoubleType,
     IntegerType,
@@ -108,3 +110,40 @@ HEAD = _struct(
 )
 """What tells a line apart: a snapshot (``schema``, ``broker_id``, ``seq``, ``ts``,
 ``uptime_s``), a scraper marker (``marker``), or neither (a corrupt line)."""
+
+PARTITION = _struct(
+    topic=StringType(),
+    partition=IntegerType(),
+    leader=IntegerType(),
+    role=StringType(),
+    replicas=ArrayType(IntegerType()),
+    log_size_bytes=LongType(),
+    log_end_offset=LongType(),
+    messages_in=LongType(),
+    bytes_in=LongType(),
+    bytes_out=LongType(),
+    produce_requests=LongType(),
+    fetch_requests=LongType(),
+    replication_bytes_in=LongType(),
+    replication_bytes_out=LongType(),
+    lag_messages=LongType(),
+)
+LOG_DIR = _struct(size_bytes=LongType(), total_bytes=LongType(), free_bytes=LongType())
+
+CLUSTER_SNAPSHOT = _struct(
+    schema=StringType(),
+    broker_id=IntegerType(),
+    seq=LongType(),
+    ts=StringType(),
+    uptime_s=DoubleType(),
+    event_loop=_struct(busy_ratio=DoubleType()),
+    pools=_struct(
+        io=_struct(idle_ratio=DoubleType()),
+        network=MapType(StringType(), _struct(plane=StringType(), idle_ratio=DoubleType())),
+    ),
+    all_requests=_struct(queue_time_ms=_struct(p99=DoubleType(), window_count=LongType())),
+    cluster=_struct(rack=StringType()),
+    partitions=ArrayType(PARTITION),
+    log_dirs=ArrayType(LOG_DIR),
+)
+"""What the per-broker and per-partition tables read of a snapshot (``cluster_tables``)."""

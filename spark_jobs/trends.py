@@ -17,6 +17,10 @@ same broker; the four tables under ``--out``, each partitioned by ``date`` (UTC)
 - ``trends``: per bucket, broker and series (``queue_mean_ms``/``queue_p99_ms`` per
   request type and ``*`` for all, ``idle_ratio`` per pool): the value, and the least
   squares slope per minute over the trailing ``--trend-window`` (null under 3 points);
+- ``brokers`` and ``partitions`` (``spark_jobs.cluster_tables``): per bucket and broker,
+  its load (event loop, io and network idle, queue time, bytes and messages per second,
+  replication, leaders, replicas, disk), and per bucket, broker and partition replica, the
+  replica's rates, log and lag: what the balance job reads;
 
 and ``dashboard.json`` (the charts of the last ``--dashboard-hours``) and ``_report.json``
 (what was read: lines, snapshots, duplicates, corrupt lines, markers, brokers). A run
@@ -42,6 +46,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 from spark_jobs.aggregate import aggregate, bucket_rows, split
+from spark_jobs.cluster_tables import cluster_tables
 from spark_jobs.dashboard_data import build_dashboard
 from spark_jobs.durable import write_json_atomic
 from spark_jobs.session import add_spark_args, parse_confs, spark_session
@@ -220,7 +225,8 @@ def run(
         "tables": {},
     }
     if distinct:
-        agg = aggregate(bucket_rows(snapshot_pairs(snapshots)), bucket_s).persist()
+        pairs = snapshot_pairs(snapshots).persist()
+        agg = aggregate(bucket_rows(pairs), bucket_s).persist()
         tables = split(agg, bucket_s)
         for name, df in tables.items():
             # One file per date: the tables are small.
@@ -231,6 +237,12 @@ def run(
         restarts = agg.filter(F.col("kind") == "connections").agg(F.sum("restarts")).first()
         report["input"]["restarts"] = int((restarts and restarts[0]) or 0)
         agg.unpersist()
+        for name, df in cluster_tables(pairs, bucket_s).items():
+            df.repartition("date").write.mode("overwrite").partitionBy("date").parquet(
+                f"{out}/{name}"
+            )
+            report["tables"][name] = spark.read.parquet(f"{out}/{name}").count()
+        pairs.unpersist()
         trends = trend_table(spark, out, bucket_s, trend_window_s)
         if trends is not None:
             trends.repartition("date").write.mode("overwrite").partitionBy("date").parquet(

@@ -5,6 +5,7 @@ refused, and a broker whose session expires fenced at once, then back in a new s
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,28 @@ async def test_watch_data_reads_a_node_and_keeps_one_watch_on_it(connect: str) -
         assert (await session.watch_data("/missing"))[0] is None
     finally:
         await session.close()
+
+
+def test_the_registration_carries_the_admin_api_beside_kafkas_own_fields() -> None:
+    """Kafka's decoder (BrokerIdZNode) reads the fields it knows and ignores the rest: the
+    admin API's URL is one field more, and a node without it (an older broker) decodes."""
+    named = layout.Registration(
+        3, {"PLAINTEXT": ("h", 9092)}, {"PLAINTEXT": "PLAINTEXT"}, "r1", "http://h:9644"
+    )
+    doc = json.loads(named.encode(now_ms=5))
+    assert doc == {
+        "features": {},
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "endpoints": ["PLAINTEXT://h:9092"],
+        "jmx_port": -1,
+        "host": "h",
+        "port": 9092,
+        "timestamp": "5",
+        "version": 5,
+        "rack": "r1",
+        "admin_url": "http://h:9644",
+    }
+    assert layout.Registration.decode(3, named.encode()) == named
+    plain = layout.Registration(3, {"PLAINTEXT": ("h", 9092)}, {"PLAINTEXT": "PLAINTEXT"})
+    assert "admin_url" not in json.loads(plain.encode())
+    assert layout.Registration.decode(3, plain.encode()).admin is None

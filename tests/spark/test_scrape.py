@@ -4,12 +4,14 @@ duration. Against a scripted HTTP stub, and against a real broker that restarts.
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -250,3 +252,85 @@ def test_sigterm_keeps_every_fetched_snapshot(
     assert [x["seq"] for x in written] == list(
         range(written[0]["seq"], written[0]["seq"] + reported)
     )
+
+
+class ClusterView:
+    """Answers GET /v1/cluster with ``brokers`` (which a test may change) and counts asks."""
+
+    def __init__(self, brokers: list[dict[str, Any]]) -> None:
+        self.brokers = brokers
+        self.asked = 0
+        view = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                view.asked += 1
+                body = json.dumps({"mode": "zookeeper", "brokers": view.brokers}).encode()
+                self.send_response(200 if self.path == "/v1/cluster" else 404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def until_true(what: str, check: Any, timeout: float = 10) -> None:
+    gate, deadline = threading.Event(), time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        gate.wait(0.01)
+
+
+def test_cluster_mode_follows_a_broker_to_its_new_address(tmp_path: Path) -> None:
+    """The broker moves (restarted on another port): its poller, backing off against the
+    old address (4 s to its next attempt by then), is sent to the new one at the next look
+    at the cluster, not after its backoff. A broker naming no admin API is said once, not
+    scraped."""
+    a = FakeBroker(broker_id=1)
+    first, moved = a.tick(1), [a.tick(1), a.tick(1)]
+    log = io.StringIO()
+    with Stub([first]) as old, Stub(moved) as new:  # old: one snapshot, then 503
+        view = ClusterView([{"id": 1, "admin": old.url}, {"id": 2, "admin": None}])
+        stats: list[Any] = []
+        run = threading.Thread(
+            target=lambda: stats.extend(
+                scrape(
+                    [view.url], tmp_path, interval=1.0, count=3, duration=30, max_backoff=30,
+                    cluster=True, discover_interval=0.05, log=log,
+                )
+            )
+        )  # fmt: skip
+        run.start()
+        # 1 snapshot, then 5 failures 1, 0.25, 0.5, 1 and 2 s apart: the next in 4 s.
+        until_true("the old address failing", lambda: len(old.auth) >= 6)
+        moved_at = time.monotonic()
+        view.brokers = [{"id": 1, "admin": new.url}, {"id": 2, "admin": None}]
+        run.join(30)
+        view.close()
+    # Two snapshots 1 s apart at the new address, at once: well before the 4 s backoff.
+    assert time.monotonic() - moved_at < 3.0
+    (s,) = stats
+    assert (s.broker_id, s.snapshots, s.url, s.gaps) == (1, 3, new.url, 1)
+    (written,) = lines(tmp_path).values()
+    assert [x for x in written if "marker" not in x] == [first, *moved]
+    said = log.getvalue()
+    assert said.count("broker 2 names no admin API") == 1
+    assert f"broker 1: admin API now at {new.url}" in said
+
+
+def test_cluster_mode_without_any_answer_finds_no_broker(tmp_path: Path) -> None:
+    log = io.StringIO()
+    stats = scrape(
+        ["http://127.0.0.1:9"], tmp_path, interval=0.05, duration=0.3, cluster=True,
+        discover_interval=0.05, log=log,
+    )  # fmt: skip
+    assert stats == [] and log.getvalue().count("cannot discover the cluster") == 1

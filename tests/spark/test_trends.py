@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs import advise, trends
-from spark_jobs.snapshot_schema import SNAPSHOT
+from spark_jobs.snapshot_schema import CLUSTER_SNAPSHOT, SNAPSHOT
 from tests.support.browser import load
 from tests.support.metrics import SCHEMA_PATH, validate_snapshot
 
@@ -207,8 +207,11 @@ def test_the_explicit_schema_reads_only_documented_fields() -> None:
                 check(f.dataType, sub, f"{path}.{f.name}")
         elif kind == "map":
             check(spark_type.valueType, schema["additionalProperties"], path + "[*]")
+        elif kind == "array":
+            check(spark_type.elementType, schema["items"], path + "[]")
 
     check(SNAPSHOT, documented, "snapshot")
+    check(CLUSTER_SNAPSHOT, documented, "snapshot")
 
 
 def test_the_job_runs_from_the_command_line() -> None:

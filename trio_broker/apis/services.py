@@ -343,6 +343,12 @@ class BrokerView(Protocol):
         partitions throttled here as leader count against its replication throttle."""
         ...
 
+    def consumer_fetched(self, sizes: Sequence[tuple[str, int, int]]) -> None:
+        """A consumer's Fetch response carries these (topic, partition, bytes), one per
+        partition it asked for that answered without an error: counted as its bytes out
+        and fetch requests."""
+        ...
+
     def log_size(self, topic: str, partition: int) -> int:
         """The partition's size in bytes, -1 if it has no log (cheap: for parked fetches)."""
         ...

@@ -50,10 +50,10 @@ async def test_snapshot_and_prometheus_carry_every_figure(run_broker) -> None:  
     control = await AsyncWireClient.connect(addr(broker, "CONTROLLER"))
     await control.request(MetadataRequest(topics=[]), 4)
     await control.aclose()
-    broker.metrics.record_produce("orders", 1000, 10)
-    broker.metrics.record_produce("orders", 500, 5)
+    broker.metrics.record_produce("orders", 0, 1000, 10)
+    broker.metrics.record_produce("orders", 1, 500, 5)
     broker.metrics.record_produce_failure("payments")
-    broker.metrics.record_fetch("orders", 1200)
+    broker.metrics.record_fetched([("orders", 0, 1200)])
     broker.metrics.record_fetch_failure("orders")
     broker.metrics.record_log_flush(2.5)
     broker.metrics.set_memory_pool(lambda: (900, 100))
@@ -209,7 +209,7 @@ async def test_disabled_metrics_record_nothing_per_request(run_broker) -> None: 
     client = await AsyncWireClient.connect(addr(broker))
     for _ in range(3):
         await client.request(MetadataRequest(topics=[]), 9)
-    broker.metrics.record_produce("t", 10, 1)
+    broker.metrics.record_produce("t", 0, 10, 1)
     s = validate_snapshot(broker.metrics_snapshot())
     assert s["metrics_enabled"] is False
     assert s["requests"] == {} and s["topics"]["by_topic"] == {}

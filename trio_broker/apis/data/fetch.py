@@ -20,7 +20,8 @@ the log does not hold up to the fetch offset gets the diverging epoch and no rec
 follower's fetch reads past the high watermark and tells the leader how far the follower
 has come; a partition the leader's replication throttle holds back (KIP-73) is answered
 without records, its growth does not complete a parked fetch (Kafka's DelayedFetch), and
-the bytes a follower is sent count against that throttle (``replication_sent``). From v16
+the bytes a follower is sent count against that throttle (``replication_sent``); a
+consumer's response counts its partitions' bytes and fetches (``consumer_fetched``). From v16
 a partition whose leader moved names the current leader, and the response the leaders'
 endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD: read, unused.
 """
@@ -216,6 +217,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     (w.topic, w.partition, r.size)
                     for w, r in zip(shown, shown_results, strict=True)
                     if r.size and w.topic is not None
+                ]
+            )
+        elif not follower:  # every partition asked that answered, shown or not (no news)
+            broker.consumer_fetched(
+                [
+                    (w.topic, w.partition, r.size)
+                    for w, r in zip(wanted, results, strict=True)
+                    if w.topic is not None and r.error_code == ErrorCode.NONE
                 ]
             )
         topics = _group(shown, shown_results, v, committed)

@@ -255,11 +255,15 @@ class BrokerAdminView(AclAdmin, TopicAdminView):
     def metrics_snapshot(self) -> Mapping[str, Any]:
         return self.broker.metrics_snapshot()
 
-    def cluster(self) -> Mapping[str, Any]:
-        config = self.broker.config
-        control = config.control_plane_listener_name
-        clients = next(lc.name for lc in config.listeners if lc.name != control)
-        return cluster_view(self.broker, clients)
+    async def cluster(self) -> Mapping[str, Any]:
+        b = self.broker
+        control = b.config.control_plane_listener_name
+        clients = next(lc.name for lc in b.config.listeners if lc.name != control)
+        # In a ZooKeeper cluster each broker's registration names its admin API; a broker
+        # knows its own in any case.
+        admin_urls = await b.zk.admin_urls() if b.zk is not None else {}
+        admin_urls[b.broker_id] = b.admin_url
+        return cluster_view(b, clients, admin_urls)
 
     def transactions(self) -> Mapping[str, Any]:
         return self.broker.transactions.overview()

@@ -548,6 +548,13 @@ _KEYS = [
     ),
     define("metrics.enabled", BOOL, True, "Whether metrics are collected."),
     define("metrics.window.seconds", INT, 60, "Window of the metric rates.", POSITIVE),
+    define(
+        "metrics.partition.prometheus.enable",
+        BOOL,
+        True,
+        "Whether /metrics has the per-partition series (labels topic, partition).",
+        dynamic=True,
+    ),
     # ---- testing
     # Fault injection for test suites (/v1/faults, trio_broker.testing); off: the request
     # path has no fault hook at all and /v1/faults answers 403.

@@ -2,12 +2,14 @@
 
 Owns the node formats of ZooKeeper-era Kafka (``kafka.zk.ZkData``), so that a Kafka tool
 reading ZooKeeper reads ours: a broker's registration (``/brokers/ids/<id>``, ephemeral,
-version 5), the controller (``/controller``, ephemeral, version 1), the controller epoch
-(``/controller_epoch``, a decimal number), the cluster id (``/cluster/id``), a topic's
-replica assignment (``/brokers/topics/<t>``, version 3, with the topic id and the
-replicas being added and removed by a reassignment), each
-partition's state (``/brokers/topics/<t>/partitions/<p>/state``: leader, leader epoch,
-ISR, controller epoch) and a topic's config overrides (``/config/topics/<t>``). Pure.
+version 5; with one field of ours, ``admin_url``, the broker's admin API, which Kafka's
+decoder ignores as it ignores every field it does not read), the controller
+(``/controller``, ephemeral, version 1), the controller epoch (``/controller_epoch``, a
+decimal number), the cluster id (``/cluster/id``), a topic's replica assignment
+(``/brokers/topics/<t>``, version 3, with the topic id and the replicas being added and
+removed by a reassignment), each partition's state
+(``/brokers/topics/<t>/partitions/<p>/state``: leader, leader epoch, ISR, controller
+epoch) and a topic's config overrides (``/config/topics/<t>``). Pure.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Registration:
     endpoints: Mapping[str, tuple[str, int]]  # listener name -> (host, port)
     protocols: Mapping[str, str]  # listener name -> security protocol
     rack: str | None = None
+    admin: str | None = None  # the admin API's URL, http://host:port (ours, not Kafka's)
 
     def encode(self, now_ms: int | None = None) -> bytes:
         plain = self.endpoints.get("PLAINTEXT")
@@ -68,6 +71,8 @@ class Registration:
         }
         if self.rack is not None:
             data["rack"] = self.rack
+        if self.admin is not None:
+            data["admin_url"] = self.admin
         return json.dumps(data).encode()
 
     @classmethod
@@ -79,7 +84,14 @@ class Registration:
             host, _, port = address.rpartition(":")
             endpoints[name] = (host.strip("[]"), int(port))
         protocols = doc.get("listener_security_protocol_map") or {n: n for n in endpoints}
-        return cls(broker_id, endpoints, protocols, doc.get("rack"))
+        admin = doc.get("admin_url")
+        return cls(
+            broker_id,
+            endpoints,
+            protocols,
+            doc.get("rack"),
+            admin if isinstance(admin, str) else None,
+        )
 
 
 def controller_data(broker_id: int, now_ms: int | None = None) -> bytes:

@@ -18,7 +18,8 @@ life cycle:
 ``requests`` serves what the controller answers (ControlledShutdown, ElectLeaders) and,
 while this broker leads, runs the periodic leader balance.
 
-``controller_id`` is the controller as last seen in ZooKeeper (-1: none known).
+``controller_id`` is the controller as last seen in ZooKeeper (-1: none known);
+``admin_urls`` reads every registered broker's admin API URL from its registration.
 """
 
 from __future__ import annotations
@@ -28,16 +29,18 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import trio
+from kazoo.exceptions import KazooException
 
 from ...network.peer_client import PeerListener
 from ..config import BrokerConfig
 from ..datadir import new_cluster_id
+from . import layout
 from .controlled_shutdown import request_controlled_shutdown
 from .controller import RETRY_S, ZkController
 from .controller_requests import ControllerRequests
 from .coordinator import ZkCoordinator
 from .layout import Registration
-from .session import ZkSession
+from .session import ZkSession, ZkState
 
 log = logging.getLogger("trio_broker.controller")
 
@@ -87,6 +90,23 @@ class ZkMembership:
     def controller_id(self) -> int:
         known = self.coordinator.controller_id
         return -1 if known is None or self.coordinator.fenced else known
+
+    async def admin_urls(self) -> dict[int, str | None]:
+        """Each registered broker's admin API URL, as its ``/brokers/ids/<id>`` says
+        (None: it names none); {} while the session is not connected (a read would wait
+        for it) or when ZooKeeper fails the read."""
+        if self.session.state is not ZkState.CONNECTED:
+            return {}
+        out: dict[int, str | None] = {}
+        try:
+            for child in await self.session.children(layout.BROKER_IDS):
+                found = await self.session.get(layout.broker_path(int(child)))
+                if found is not None:
+                    out[int(child)] = Registration.decode(int(child), found[0]).admin
+        except KazooException as exc:
+            log.warning("cannot read the brokers' registrations: %r", exc)
+            return {}
+        return out
 
     async def join(self, local_cluster_id: str | None) -> str:
         """Open the session; the cluster's id (``ClusterIdMismatch`` if the dirs' differs)."""

@@ -86,7 +86,7 @@ from ..replication import (
 from ..topics import TopicAdmin, TopicCatalog, TopicCreation, side_by_side
 from ..transactions import BLOCK_SIZE, ProducerIdManager, TransactionService
 from . import config_apply
-from .cluster_report import cluster_figures
+from .cluster_report import cluster_figures, partition_figures
 
 # Runs the admin API around the body; yields its URL (None: no admin API configured).
 AdminServer = Callable[["Broker"], AbstractAsyncContextManager[str | None]]
@@ -218,6 +218,7 @@ class Broker:
             fetch_sessions=self.fetch_sessions,
             started_ns=self.started_ns,
             memory_pool_capacity=config["queued.max.request.bytes"],
+            partition_series=lambda: self.config["metrics.partition.prometheus.enable"],
         )
         self.metrics_report = MetricsReport(self.metrics)
         # The JSON snapshot (``trio-broker.metrics/1``, docs/metrics.md) and Prometheus' text.
@@ -248,6 +249,7 @@ class Broker:
         )
         self.metrics.set_log_cleaner(self.replica_manager.cleaner.figures)
         self.metrics.set_cluster(lambda: cluster_figures(self))
+        self.metrics.set_partitions(lambda: partition_figures(self))
         # Parked JoinGroup / SyncGroup requests wait here for the group coordinator,
         # Metadata and DescribeCluster for the controller to describe the cluster.
         self.purgatories["rebalance"] = Purgatory("rebalance")
@@ -286,6 +288,7 @@ class Broker:
         )
         self.control.fetchers = self.fetchers
         self.fetchers.throttle = self.replica_manager.throttles.follower
+        self.fetchers.fetched_observers.append(self.metrics.record_replica_fetch)
         # A ZooKeeper cluster's changes go to ZooKeeper first (ZkBrokerConfigs).
         self.update_config: UpdateConfig = self.keep_config
         self.config_admin = ConfigAdmin(
@@ -324,7 +327,7 @@ class Broker:
         data, offsets = self.replica_manager, OffsetQueries(self.replica_manager)
         self.produce_many = data.produce_many
         self.read_many = data.read_many
-        self.replication_sent = data.throttles.leader.record_sent
+        self.replication_sent, self.consumer_fetched = data.replication_sent, data.consumer_fetched
         self.log_size, self.consumer_horizon = data.log_size, data.consumer_horizon
         self.replication_status = data.replication.status
         self.describe_producers = data.describe_producers
@@ -536,6 +539,7 @@ class Broker:
             {name: (e.host, e.port) for name, e in own.items()},
             {lc.name: lc.security_protocol.value for lc in self.config.listeners},
             self.config["broker.rack"] or None,
+            self.admin_url,
         )
 
     def api_versions(self, plane: str) -> Sequence[tuple[int, int, int]]:

@@ -1,20 +1,24 @@
-"""What this broker knows of its cluster, for operators: the metrics' ``cluster`` section
-and the admin API's ``GET /v1/cluster``.
+"""What this broker knows of its cluster, for operators: the metrics' ``cluster``,
+``partitions`` and ``log_dirs`` sections and the admin API's ``GET /v1/cluster``.
 
 Owns: ``cluster_figures`` (small, in every metrics snapshot: mode, controller, whether
 this broker is the active controller, live brokers, offline partitions, the ZooKeeper
-session, replication) and ``cluster_view`` (those figures, with every broker's endpoint and every
-partition's leader, leader epoch, replicas and ISR). The mode is ``single`` (a broker on
-its own), ``static`` (steered by ``trio-broker-controller``) or ``zookeeper``.
-Reads only; cheap.
+session, replication, this broker's rack), ``partition_figures`` (each partition replica
+held here: leader, role, replicas, ISR, its log's size and offsets, its lag; and the log
+dirs: the metrics add their counters) and ``cluster_view`` (the figures, with every
+broker's endpoint and admin API URL where known, and every partition's leader, leader
+epoch, replicas and ISR). The mode is ``single`` (a broker on its own), ``static``
+(steered by ``trio-broker-controller``) or ``zookeeper``.
+Reads only; cheap (the log dirs' volumes come from the last survey, never a ``statvfs``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ...apis.services import BrokerEndpoint, TopicInfo
+from ..config import BrokerConfig
 from ..coordination import ZkMembership
 from ..replication import ClusterState, ReplicaFetchers, ReplicaManager
 
@@ -23,6 +27,7 @@ class Broker(Protocol):
     """What the report reads of the broker."""
 
     zk: ZkMembership | None
+    config: BrokerConfig
     cluster: ClusterState
     cluster_id: str
     broker_id: int
@@ -58,6 +63,7 @@ def cluster_figures(broker: Broker) -> dict[str, Any]:
         "brokers": len(cache.brokers) if cache.from_controller else 1,
         "offline_partitions": sum(1 for t in broker.topics() for p in t.partitions if p.leader < 0),
         "replication": replication_figures(broker),
+        "rack": broker.config["broker.rack"] or None,
         "zookeeper": None
         if zk is None
         else {
@@ -99,14 +105,62 @@ def replication_figures(broker: Broker) -> dict[str, Any]:
     }
 
 
-def cluster_view(broker: Broker, listener: str) -> dict[str, Any]:
-    """The figures, the brokers (their ``listener`` endpoints) and every partition (with
-    each follower's lag, in messages, where this broker leads)."""
+def partition_figures(broker: Broker) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The state of each partition replica held here (the metrics' ``partitions``
+    section, less the counters ``BrokerMetrics`` adds) and the ``log_dirs`` section."""
+    rm = broker.replica_manager
+    if rm.logs is None:
+        return [], []
+    cluster, leaders, followed = broker.cluster, rm.replication.leaders, broker.fetchers.followed
+    lags = rm.replication.follower_lag()
+    states = []
+    for (topic, index), plog in sorted(rm.logs.logs()):
+        key = (topic, index)
+        info = cluster.partition_info(topic, index)
+        leads = cluster.leads(topic, index)
+        led = leaders.get(key)
+        end = plog.log_end_offset
+        f = followed.get(key)
+        states.append(
+            {
+                "topic": topic,
+                "partition": index,
+                # A follower's fetcher has LeaderAndIsr's word, which may be newer than
+                # the metadata's (UpdateMetadata comes after it).
+                "leader": broker.broker_id if leads else f.leader if f else info.leader,
+                "role": "leader" if leads else "follower",
+                "replicas": list(info.replicas),
+                "isr": sorted(led.isr) if led is not None else list(info.isr),
+                "log_size_bytes": plog.size_bytes,
+                "log_start_offset": plog.log_start_offset,
+                "log_end_offset": end,
+                "high_watermark": plog.high_watermark,
+                "lag_messages": 0 if leads or f is None else f.lag(end),
+                "follower_lag_messages": {str(r): n for r, n in lags.get(key, {}).items()}
+                if leads
+                else {},
+            }
+        )
+    return states, rm.log_dir_figures()
+
+
+def cluster_view(
+    broker: Broker, listener: str, admin_urls: Mapping[int, str | None]
+) -> dict[str, Any]:
+    """The figures, the brokers (their ``listener`` endpoints, and their admin API as
+    ``admin_urls`` has it, else null) and every partition (with each follower's lag, in
+    messages, where this broker leads)."""
     lags = broker.replica_manager.replication.follower_lag()
     return {
         **cluster_figures(broker),
         "brokers": [
-            {"id": e.node_id, "host": e.host, "port": e.port, "rack": e.rack}
+            {
+                "id": e.node_id,
+                "host": e.host,
+                "port": e.port,
+                "rack": e.rack,
+                "admin": admin_urls.get(e.node_id),
+            }
             for e in broker.endpoints(listener)
         ],
         "partitions": [

@@ -1,16 +1,18 @@
 """The broker's metrics: one object that records, samples and reports every figure.
 
-Owns: ``BrokerMetrics``. It holds the request metrics, the topic metrics, the log-flush
-histogram, the event loop's monitor (busy ratio, stalls), the io pool's thread sampler and
-storage-job histograms, and one idle-ratio sampler per handler pool and per listener; it hooks its
-observers into the request path (``SocketServer.request_observers`` and
+Owns: ``BrokerMetrics``. It holds the request metrics, the topic and partition metrics,
+the log-flush histogram, the event loop's monitor (busy ratio, stalls), the io pool's
+thread sampler and storage-job histograms, and one idle-ratio sampler per handler pool and
+per listener; it hooks its observers into the request path (``SocketServer.request_observers`` and
 ``RequestHandler.response_observers``) when ``metrics.enabled`` is true; it runs the sampler task
 (``run``, one sample per window slot, ended by ``stop``); and it reports
 (``snapshot`` for the JSON snapshot, ``prometheus_text`` for Prometheus, both from the same
 figures). The data path and the log call the small recording API: ``record_produce``,
-``record_produce_failure``, ``record_fetch``, ``record_fetch_failure``, ``forget_topic``,
+``record_produce_failure``, ``record_fetched``, ``record_fetch_failure``,
+``record_replication_sent``, ``record_replica_fetch``, ``forget_topic``,
 ``record_log_flush``; the memory pool of ``queued.max.request.bytes`` plugs in with
-``set_memory_pool``, the authorizer's figures with ``set_authorization``. With
+``set_memory_pool``, the authorizer's figures with ``set_authorization``, the state of
+the partition replicas and log dirs the broker holds with ``set_partitions``. With
 ``metrics.enabled=false`` nothing is recorded per request or per batch; gauges (pools,
 queues, connections, authorization) are still read when asked.
 Must not: keep a figure twice, block, or hold the event loop for long.
@@ -19,12 +21,13 @@ Must not: keep a figure twice, block, or hold the event loop for long.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .event_loop import EventLoopMonitor
+from .partitions import PartitionMetrics
 from .pools import HandlerSampler, IoSampler, ProcessorSampler
 from .requests import RequestMetrics
 from .topics import TopicMetrics
@@ -41,6 +44,9 @@ MemoryPoolProbe = Callable[[], tuple[int, int]]
 """Returns (available bytes, used bytes) of the request memory pool."""
 AuthorizationProbe = Callable[[], dict[str, Any]]
 """Returns the snapshot's ``authorization`` section."""
+PartitionsProbe = Callable[[], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+"""Returns the held replicas' state (one dict each, with ``topic`` and ``partition``) and
+the ``log_dirs`` section."""
 
 
 class BrokerMetrics:
@@ -60,8 +66,11 @@ class BrokerMetrics:
         memory_pool_capacity: int = -1,
         clock: Callable[[], int] = time.monotonic_ns,
         wall_clock: Callable[[], float] = time.time,
+        partition_series: Callable[[], bool] = lambda: True,
     ) -> None:
-        """``handler_pools`` maps a pool's name ("io", "control") to (plane, pool)."""
+        """``handler_pools`` maps a pool's name ("io", "control") to (plane, pool);
+        ``partition_series`` says whether Prometheus gets the per-partition series
+        (``metrics.partition.prometheus.enable``, read at every scrape)."""
         self.broker_id = broker_id
         self.enabled = enabled
         self.window = Window(window_s, SLOTS, clock)
@@ -73,6 +82,8 @@ class BrokerMetrics:
         self.purgatories = purgatories
         self.requests = RequestMetrics(self.window)
         self.topics = TopicMetrics()
+        self.partitions = PartitionMetrics()
+        self.partition_series = partition_series
         self.log_flush = WindowedHistogram(self.window)
         self.event_loop = EventLoopMonitor(self.window, clock)
         self.io_pool = io_pool
@@ -87,6 +98,7 @@ class BrokerMetrics:
         self._log_cleaner_probe: Callable[[], dict[str, Any]] | None = None
         self._cluster_probe: Callable[[], dict[str, Any]] | None = None
         self._transactions_probe: Callable[[], dict[str, Any]] | None = None
+        self._partitions_probe: PartitionsProbe | None = None
         self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
         self.handler_samplers = {
             name: HandlerSampler(self.window, pool) for name, (_, pool) in handler_pools.items()
@@ -132,27 +144,45 @@ class BrokerMetrics:
 
     # ------------------------------------------------------- recording (data path)
 
-    def record_produce(self, topic: str, nbytes: int, messages: int) -> None:
-        """A produce appended ``messages`` records of ``nbytes`` bytes to ``topic``."""
+    def record_produce(self, topic: str, partition: int, nbytes: int, messages: int) -> None:
+        """A produce appended ``messages`` records of ``nbytes`` bytes to a partition
+        this broker leads."""
         if self.enabled:
             self.topics.record_produce(topic, nbytes, messages)
+            self.partitions.produced(topic, partition, nbytes, messages)
 
     def record_produce_failure(self, topic: str) -> None:
         if self.enabled:
             self.topics.record_produce_failure(topic)
 
-    def record_fetch(self, topic: str, nbytes: int) -> None:
-        """A fetch read ``nbytes`` bytes of ``topic`` to send to a client."""
+    def record_fetched(self, sizes: Sequence[tuple[str, int, int]]) -> None:
+        """A consumer's Fetch response went out with these (topic, partition, bytes), one
+        per partition it asked for that answered without an error."""
         if self.enabled:
-            self.topics.record_fetch(topic, nbytes)
+            self.partitions.fetched(sizes)
+            topics = self.topics
+            for topic, _, nbytes in sizes:
+                if nbytes:
+                    topics.record_fetch(topic, nbytes)
+
+    def record_replication_sent(self, sizes: Sequence[tuple[str, int, int]]) -> None:
+        """A follower's Fetch response went out with these (topic, partition, bytes)."""
+        if self.enabled:
+            self.partitions.replication_sent(sizes)
+
+    def record_replica_fetch(self, topic: str, partition: int, nbytes: int) -> None:
+        """As follower, ``nbytes`` fetched from the partition's leader were appended."""
+        if self.enabled:
+            self.partitions.replication_received(topic, partition, nbytes)
 
     def record_fetch_failure(self, topic: str) -> None:
         if self.enabled:
             self.topics.record_fetch_failure(topic)
 
     def forget_topic(self, topic: str) -> None:
-        """A deleted topic leaves the per-topic figures."""
+        """A deleted topic leaves the per-topic and per-partition figures."""
         self.topics.forget(topic)
+        self.partitions.forget_topic(topic)
 
     def record_log_flush(self, ms: float) -> None:
         """A log flush took ``ms`` milliseconds (Kafka's LogFlushRateAndTimeMs)."""
@@ -178,6 +208,19 @@ class BrokerMetrics:
 
     def cluster(self) -> dict[str, Any] | None:
         return self._cluster_probe() if self._cluster_probe is not None else None
+
+    def set_partitions(self, probe: PartitionsProbe | None) -> None:
+        """Where the state of the partition replicas this broker holds (the
+        ``partitions`` section without its counters) and its log dirs (``log_dirs``)
+        come from."""
+        self._partitions_probe = probe
+
+    def partition_figures(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The ``partitions`` section (state and counters) and the ``log_dirs`` one."""
+        if self._partitions_probe is None:
+            return [], []
+        states, dirs = self._partitions_probe()
+        return self.partitions.figures(states), dirs
 
     def set_transactions(self, probe: Callable[[], dict[str, Any]] | None) -> None:
         """Where the ``transactions`` section (the transaction coordinator's figures, the

@@ -4,7 +4,8 @@ Owns: ``SnapshotCollector`` (a ``prometheus_client`` custom collector that turns
 snapshot dict into metric families on every scrape: no second bookkeeping) and
 ``prometheus_text``. Names follow Kafka's MBeans as the JMX exporter spells them:
 ``kafka_network_*`` for request and processor metrics, ``kafka_server_*`` for handler
-pools, connections, purgatories and topics, ``kafka_log_*`` for the log. Distributions are
+pools, connections, purgatories and topics, ``kafka_log_*`` for the log (the partitions'
+and log dirs' series are ``prometheus_partitions``'). Distributions are
 summaries (window quantiles, cumulative ``_count`` and ``_sum``, in ms). The list of names
 is in docs/metrics.md.
 Must not: compute figures of its own beyond renaming and relabelling.
@@ -20,6 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from .prometheus_partitions import log_dir_families, partition_families
 from .requests import PHASES
 
 Figures = Callable[[], dict[str, Any]]
@@ -48,8 +50,9 @@ def _add_distribution(metric: Metric, labels: dict[str, str], dist: dict[str, An
 
 
 class SnapshotCollector(Collector):
-    def __init__(self, figures: Figures) -> None:
+    def __init__(self, figures: Figures, partition_series: Callable[[], bool]) -> None:
         self._figures = figures
+        self._partition_series = partition_series
 
     def collect(self) -> Iterator[Metric]:
         s = self._figures()
@@ -60,6 +63,9 @@ class SnapshotCollector(Collector):
         yield from _authentication(s["authentication"])
         yield from _topics(s["topics"])
         yield from _misc(s)
+        if self._partition_series():
+            yield from partition_families(s["partitions"])
+        yield from log_dir_families(s["log_dirs"])
 
 
 def _requests(requests: dict[str, Any]) -> Iterator[Metric]:
@@ -283,6 +289,13 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
     _add_distribution(flush, {}, s["log"]["flush_time_ms"])
     yield flush
     yield from _event_loop(s["event_loop"])
+    for phase in ("queue", "total"):
+        every = _summary(
+            f"trio_broker_all_requests_{phase}_time_ms",
+            f"{_phase_title(phase)} of all requests together, ms (window quantiles)",
+        )
+        _add_distribution(every, {}, s["all_requests"][f"{phase}_time_ms"])
+        yield every
     io = s["pools"].get("io", {})
     if "storage_threads" in io:
         yield from _io_threads(io)
@@ -536,9 +549,11 @@ def _io_threads(io: dict[str, Any]) -> Iterator[Metric]:
         yield metric
 
 
-def registry_for(figures: Figures) -> CollectorRegistry:
+def registry_for(
+    figures: Figures, partition_series: Callable[[], bool] = lambda: True
+) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(figures))
+    registry.register(SnapshotCollector(figures, partition_series))
     return registry
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ...network.mute import MuteState
 from ...protocol.errors import ErrorCode
 from .requests import PHASES, RequestTypeMetrics
+from .window import read_merged
 
 if TYPE_CHECKING:
     from .broker_metrics import BrokerMetrics
@@ -44,6 +45,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         name: sum(p.response_queue_size for p in lr.processors)
         for name, lr in server.listeners.items()
     }
+    partitions, log_dirs = metrics.partition_figures()
     return {
         "schema": SCHEMA,
         "broker_id": metrics.broker_id,
@@ -64,6 +66,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
             name: _request_type(rt, epoch, rate_span_s)
             for name, rt in sorted(metrics.requests.by_name.items())
         },
+        "all_requests": _all_requests(metrics, epoch),
         "topics": {
             "all": metrics.topics.total.as_dict(),
             "by_topic": {name: c.as_dict() for name, c in sorted(metrics.topics.by_topic.items())},
@@ -85,6 +88,20 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         "log_cleaner": metrics.log_cleaner(),
         "cluster": metrics.cluster(),
         "transactions": metrics.transactions(),
+        "partitions": partitions,
+        "log_dirs": log_dirs,
+    }
+
+
+def _all_requests(metrics: BrokerMetrics, epoch: int) -> dict[str, Any]:
+    """Every request type's queue and total time read as one distribution (the request
+    channel's wait whatever the request: an exact window percentile, not a mean of the
+    types' percentiles)."""
+    types = list(metrics.requests.by_name.values())
+    return {
+        "count": sum(rt.count for rt in types),
+        "queue_time_ms": read_merged([rt.queue for rt in types], epoch).scaled(_US_TO_MS),
+        "total_time_ms": read_merged([rt.total for rt in types], epoch).scaled(_US_TO_MS),
     }
 
 

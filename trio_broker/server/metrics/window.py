@@ -2,7 +2,8 @@
 
 Owns: ``Window`` (the time grid shared by every windowed figure: a window of W seconds cut
 into N slots of monotonic nanoseconds), ``WindowedHistogram`` (one HdrHistogram per slot,
-reused ring-fashion, plus cumulative count, sum and max), ``WindowedSum`` and
+reused ring-fashion, plus cumulative count, sum and max; ``read_merged`` reads several as
+one), ``WindowedSum`` and
 ``Distribution`` (what a histogram reads as). A window is the current slot and the N-1
 before it, so it spans between (N-1)/N and all of W.
 
@@ -214,6 +215,34 @@ class WindowedHistogram:
             self.count,
             self.sum,
         )
+
+
+def read_merged(hists: list[WindowedHistogram], epoch: int) -> Distribution:
+    """The distribution of several histograms' values together over the window that ends
+    in slot ``epoch`` (their live slots added up, as ``read`` adds one histogram's)."""
+    live = [
+        (h, i)
+        for h in hists
+        for i in range(h._n)
+        if h.window.is_live(h._epochs[i], epoch) and h._slot_counts[i]
+    ]
+    count_all, sum_all = sum(h.count for h in hists), sum(h.sum for h in hists)
+    if not live:
+        return Distribution((0,) * len(PERCENTILES), 0, 0, 0, count_all, sum_all)
+    top = max(h._maxes[i] for h, i in live)
+    _zero(_SCRATCH)
+    for h, i in live:
+        _SCRATCH.encoder.add(h._hists[i].encoder)
+    merged = _counts_view(_SCRATCH.counts)[: counts_index(top) + 1].tolist()
+    count = sum(h._slot_counts[i] for h, i in live)
+    return Distribution(
+        tuple(min(v, top) for v in _percentiles(merged, count)),
+        top,
+        count,
+        sum(h._sums[i] for h, i in live),
+        count_all,
+        sum_all,
+    )
 
 
 def _counts_view(counts: Any) -> memoryview:

@@ -8,7 +8,8 @@ leader's side of replication: followers' progress, ISR and high watermark (``lea
 the followers' fetchers (``replica_fetcher``) and the throttles of both sides
 (``throttles``), the cluster view and leadership the control plane sets
 (``cluster_state``, ``metadata_cache``) and the control plane's requests themselves
-(``control_plane``), and the log cleaner's schedule (``log_cleaner``).
+(``control_plane``), the log cleaner's schedule (``log_cleaner``) and the log dirs as
+DescribeLogDirs and the metrics see them (``log_dirs``).
 
 Face: what ``__all__`` names. Uses of the server: ``quotas``, ``config``, ``common``,
 ``datadir``; the topic service it changes is reached through ``HeldTopics``, since topics

@@ -162,13 +162,14 @@ class Replication:
         return ErrorCode.NONE
 
     def follower_lag(self) -> dict[Key, dict[int, int]]:
-        """Messages each follower is behind the leader's log end, per led partition."""
+        """Messages each follower is behind the leader's log end (its last fetch offset;
+        one that has not fetched yet counts from 0), per led partition."""
         out: dict[Key, dict[int, int]] = {}
         for key, state in self.leaders.items():
             plog = self._partition(*key)
             if plog is not None:
                 end = plog.log_end_offset
-                out[key] = {r: max(0, end - e) for r, e in state.follower_end.items()}
+                out[key] = {r: max(0, end - max(e, 0)) for r, e in state.follower_end.items()}
         return out
 
     # ---------------------------------------------------------------- changes

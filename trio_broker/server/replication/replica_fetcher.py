@@ -23,6 +23,11 @@ its last batch. Then, per partition, on an io thread:
 Other errors set the partition aside for ``replica.fetch.backoff.ms``; a lost connection
 costs the whole fetcher that wait. Fetching and appending never block the event loop.
 
+Per partition it keeps the leader's high watermark of the last answer (the lag behind it
+is Kafka's FetcherLagMetrics ConsumerLag: a Fetch answer names the leader's high
+watermark, not its log end), and tells ``fetched_observers`` (topic, partition, bytes) of
+each append (the metrics' replication bytes in).
+
 The follower's replication throttle (KIP-73, ``throttle``): a partition it names is left
 out of the request while this replica has not caught up with the leader's high watermark
 and the throttle is over ``follower.replication.throttled.rate`` (a request left with
@@ -61,6 +66,11 @@ class Followed:
     leader_epoch: int
     backoff_until: float = 0.0
     in_sync: bool = False  # caught up with the leader's high watermark at its last answer
+    leader_high_watermark: int = -1  # as its last answer said (-1: none yet)
+
+    def lag(self, log_end: int) -> int:
+        """Messages this replica is behind the leader's high watermark as last learned."""
+        return max(0, self.leader_high_watermark - log_end)
 
 
 class ReplicaFetchers:
@@ -89,6 +99,8 @@ class ReplicaFetchers:
         self._nursery: trio.Nursery | None = None
         self.truncations = 0
         self.fetch_errors = 0
+        # Told (topic, partition, bytes) of each append of the leader's records here.
+        self.fetched_observers: list[Callable[[str, int, int], None]] = []
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -271,6 +283,10 @@ class ReplicaFetchers:
                     lambda: _apply(plog, records, p.high_watermark, p.log_start_offset)
                 )
                 followed.in_sync = plog.log_end_offset >= p.high_watermark
+                followed.leader_high_watermark = p.high_watermark
+                if records:
+                    for observer in self.fetched_observers:
+                        observer(*key, len(records))
             except LogError as exc:
                 log.warning("%s-%d: follower append failed: %s", *key, exc)
                 followed.backoff_until = trio.current_time() + self._backoff_s()

@@ -16,10 +16,8 @@ each append the fetch purgatory is told: parked fetches complete once their byte
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import trio
@@ -45,6 +43,7 @@ from . import log_io
 from .cluster_state import ClusterState
 from .leader import Replication
 from .log_cleaner import LogCleaner
+from .log_dirs import SURVEY_INTERVAL_MS, VolumeSurvey, describe_log_dirs
 from .throttles import ReplicationQuotas
 
 log = logging.getLogger("trio_broker.server")
@@ -106,6 +105,7 @@ class ReplicaManager:
         self.storage_failing: set[tuple[str, int]] = set()
         # Compaction of the logs whose cleanup.policy has compact (its own threads).
         self.cleaner = LogCleaner(lambda: self.config, self._all_logs)
+        self.volumes = VolumeSurvey()  # the log dirs' volumes, for the metrics
 
     def _all_logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
         return self.logs.logs() if self.logs is not None else iter(())
@@ -135,6 +135,7 @@ class ReplicaManager:
                 self.create_logs(t)
         for _, plog in self.logs.logs():
             self._observe(plog)
+        self._survey_volumes()
         # A log that may have followers keeps its high watermark as checkpointed (the
         # ISR's), not its end: in a ZooKeeper cluster every log until the controller's
         # LeaderAndIsr says how many replicas it has.
@@ -284,7 +285,7 @@ class ReplicaManager:
         if self.storage_failing:
             self._storage_works(topic, partition)
         if self.metrics is not None:
-            self.metrics.record_produce(topic, info.size_bytes, info.record_count)
+            self.metrics.record_produce(topic, partition, info.size_bytes, info.record_count)
         self.fetch_purgatory.check((topic, partition))
         self.replication.appended(topic, partition)
         return WriteResult(
@@ -442,7 +443,7 @@ class ReplicaManager:
                 return out
 
             for (i, plog, _, _), outcome in zip(jobs, await self.io.run(read_all), strict=True):
-                results[i] = self._read_result(items[i][0], items[i][1], plog, outcome)
+                results[i] = self._read_result(items[i][0], items[i][1], plog, outcome, follower)
         return [r for r in results if r is not None]
 
     def _held(
@@ -461,10 +462,15 @@ class ReplicaManager:
         return ReadResult(ErrorCode.NONE, hw, lso, start, b"", held=True)
 
     def _read_result(
-        self, topic: str, partition: int, plog: PartitionLog, outcome: ReadInfo | Exception
+        self,
+        topic: str,
+        partition: int,
+        plog: PartitionLog,
+        outcome: ReadInfo | Exception,
+        follower: bool,
     ) -> ReadResult:
         if isinstance(outcome, OffsetOutOfRange):
-            if self.metrics is not None:
+            if self.metrics is not None and not follower:
                 self.metrics.record_fetch_failure(topic)
             return ReadResult(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
@@ -480,8 +486,6 @@ class ReplicaManager:
         if isinstance(outcome, Exception):
             raise outcome
         info = outcome
-        if self.metrics is not None and info.size_bytes:
-            self.metrics.record_fetch(topic, info.size_bytes)
         return ReadResult(
             error_code=ErrorCode.NONE,
             high_watermark=info.high_watermark,
@@ -491,6 +495,19 @@ class ReplicaManager:
             size=info.size_bytes,
             aborted_transactions=info.aborted_transactions,
         )
+
+    def consumer_fetched(self, sizes: Sequence[tuple[str, int, int]]) -> None:
+        """A consumer's Fetch response went out with these (topic, partition, bytes):
+        counted (its bytes out, a fetch request per partition)."""
+        if self.metrics is not None:
+            self.metrics.record_fetched(sizes)
+
+    def replication_sent(self, sizes: Sequence[tuple[str, int, int]]) -> None:
+        """A follower's Fetch response went out with these: the leader's throttle and the
+        partitions' replication bytes count them."""
+        self.throttles.leader.record_sent(sizes)
+        if self.metrics is not None:
+            self.metrics.record_replication_sent(sizes)
 
     def log_size(self, topic: str, partition: int) -> int:
         """The partition's size in bytes (-1 if it has no log here): cheap, for the
@@ -514,35 +531,17 @@ class ReplicaManager:
         return plog.high_watermark if plog.replicated else None
 
     async def log_dirs(self, wanted: Mapping[str, Sequence[int]] | None) -> list[LogDirInfo]:
-        """DescribeLogDirs: each log dir, the partitions in it (of ``wanted``, or all)
-        with their sizes, and its volume's total and usable bytes (``statvfs``, on an io
-        thread). A dir holding an offline log, or whose volume cannot be read, is
-        KAFKA_STORAGE_ERROR, as Kafka reports an offline dir."""
+        """DescribeLogDirs (``log_dirs.describe_log_dirs``; the volumes read on the io pool)."""
         assert self.logs is not None
-        by_dir: dict[Path, list[tuple[str, int, int]]] = {d: [] for d in self.logs.log_dirs}
-        offline: set[Path] = set()
-        for (topic, partition), plog in self._all_logs():
-            parent = plog.directory.parent
-            if plog.offline:
-                offline.add(parent)
-            elif wanted is None or partition in wanted.get(topic, ()):
-                by_dir.setdefault(parent, []).append((topic, partition, plog.size_bytes))
+        return await describe_log_dirs(self.logs.log_dirs, self._all_logs(), wanted, self.io.run)
 
-        def volume(d: Path) -> tuple[str, tuple[int, int] | None]:
-            path = str(d.resolve())  # Kafka reports the absolute path
-            try:
-                st = os.statvfs(d)
-            except OSError:
-                return path, None
-            return path, (st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize)
+    def log_dir_figures(self) -> list[dict[str, Any]]:
+        """The metrics' ``log_dirs`` section (volumes as last surveyed)."""
+        return self.volumes.figures(self._all_logs())
 
-        found = await self.io.run(lambda: [volume(d) for d in by_dir])
-        return [
-            LogDirInfo(path, ErrorCode.KAFKA_STORAGE_ERROR, [])
-            if d in offline or size is None
-            else LogDirInfo(path, ErrorCode.NONE, sorted(parts), *size)
-            for (d, parts), (path, size) in zip(by_dir.items(), found, strict=True)
-        ]
+    def _survey_volumes(self) -> None:
+        if self.logs is not None:
+            self.volumes.survey(self.logs.log_dirs)
 
     # ------------------------------------------------------------- maintenance
 
@@ -561,6 +560,7 @@ class ReplicaManager:
             nursery.start_soon(self._every, retention_every, self._retention)
             hw_every = self.config["replica.high.watermark.checkpoint.interval.ms"]
             nursery.start_soon(self._every, hw_every, self._checkpoint_replicated)
+            nursery.start_soon(self._every, SURVEY_INTERVAL_MS, self._survey_volumes)
 
     async def _every(self, interval_ms: int, job: Any) -> None:
         """Run ``job`` on a worker thread every ``interval_ms``, at most
