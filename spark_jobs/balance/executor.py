@@ -132,7 +132,9 @@ class Throttles:
         self.saved: dict[tuple[str, str], dict[str, str | None]] = {}
         self.errors: list[str] = []
 
-    def set(self, moves: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def set(self, moves: Sequence[Mapping[str, Any]], live: set[int]) -> dict[str, Any]:
+        """Throttle ``moves``: the rates on the live brokers they involve (a dead one, as
+        under fix-offline, takes no setting), the replica lists on their topics."""
         brokers: set[int] = set()
         lists: dict[str, dict[str, set[str]]] = {}
         for m in moves:
@@ -141,6 +143,7 @@ class Throttles:
             t = lists.setdefault(m["topic"], {LEADER_LIST: set(), FOLLOWER_LIST: set()})
             t[LEADER_LIST] |= {f"{m['partition']}:{b}" for b in before}
             t[FOLLOWER_LIST] |= {f"{m['partition']}:{b}" for b in after if b not in before}
+        brokers &= live
         for b in sorted(brokers):
             self._change(BROKER, str(b), {k: str(self.rate) for k in RATES})
         for topic, keys in sorted(lists.items()):
@@ -152,7 +155,11 @@ class Throttles:
         }
 
     def _change(self, kind: str, name: str, values: Mapping[str, str]) -> None:
-        saved = self.kafka.configs(kind, name, list(values))
+        try:
+            saved = self.kafka.configs(kind, name, list(values))
+        except Exception as exc:  # a broker that went away: say so, throttle the rest
+            self.errors.append(f"{kind.lower()} {name}: {exc}")
+            return
         self.saved[(kind, name)] = saved
         ops: dict[str, tuple[str, str | None]] = {}
         for k, v in values.items():
@@ -226,7 +233,7 @@ def execute(
         throttles = Throttles(kafka, options.throttle or 0)
         copying = [m for m in todo if m["kind"] == "replicas"]
         if options.throttle and copying:
-            record["throttle"] = throttles.set(copying)
+            record["throttle"] = throttles.set(copying, set(view.brokers))
             record["throttle"]["errors"] = throttles.errors
         try:
             status, events, most = _run_moves(

@@ -262,3 +262,53 @@ def test_a_plan_with_an_unmet_hard_goal_is_refused_and_nothing_moves(
         assert cluster(brokers[0])["partitions"] == before
     finally:
         stop_all(brokers)
+
+
+def test_detect_with_self_heal_recreates_a_dead_brokers_replicas(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, _ = zk
+    brokers = start(tmp_path, connect, [0, 1, 2, 3], *SETTINGS)
+    try:
+        create(brokers, "orders", [[0, 3], [1, 3], [2, 3], [0, 1]])
+        values = [b"m%05d" % i for i in range(2000)]
+        reports = produce(bootstrap(brokers), "orders", values, acks="all")
+        assert all(err is None for err, _ in reports)
+        trends = tmp_path / "trends"
+        sampled = job(
+            "spark_jobs.balance.sample",
+            *admins(brokers),
+            *("--out", str(trends), "--seconds", "2", "--interval", "2"),
+        )
+        assert sampled.returncode == 0, sampled.stderr[-3000:]
+        everyone = admins(brokers)
+        brokers[3].kill()
+        until("broker 3 gone", lambda: 3 not in [b["id"] for b in cluster(brokers[0])["brokers"]])
+        detect = [*("--in", str(trends), "--engine", "python", *everyone)]
+        detect += ["--down-after-seconds", "1", "--effect-seconds", "0", "detect"]
+
+        found = job("spark_jobs.balance", *detect)  # without --self-heal: a plan, not applied
+        assert found.returncode == 0, found.stdout[-3000:] + found.stderr[-3000:]
+        assert "anomaly: broker down: broker 3 is not live" in found.stdout
+        plan = json.loads((trends / "balance" / "plan.json").read_text())
+        assert plan["command"] == "fix-offline" and "execution" not in plan
+        assert all(3 in p["replicas"] for p in cluster(brokers[0])["partitions"][:3])
+
+        healed = job("spark_jobs.balance", *detect, "--self-heal")
+        assert healed.returncode == 0, healed.stdout[-3000:] + healed.stderr[-3000:]
+        plan = json.loads((trends / "balance" / "plan.json").read_text())
+        assert plan["execution"]["status"] == "done", healed.stdout[-3000:]
+        orders = [p for p in cluster(brokers[0])["partitions"] if p["topic"] == "orders"]
+        assert all(3 not in p["replicas"] and len(p["replicas"]) == 2 for p in orders)
+        until(
+            "every replica in sync again",
+            lambda: all(
+                sorted(p["isr"]) == sorted(p["replicas"])
+                for p in cluster(brokers[0])["partitions"]
+                if p["topic"] == "orders"
+            ),
+        )
+        got = consume_all(bootstrap(brokers), "orders", 4, len(values))
+        assert sorted(v for vs in got.values() for v in vs) == values
+    finally:
+        stop_all(brokers)
