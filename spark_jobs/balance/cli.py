@@ -6,8 +6,9 @@
 Owns the options, which commands mean which scope (``scope_for``), the cluster state when
 no admin API is given (``state_from_tables``: a broker whose newest bucket is older than
 ``--down-after-seconds`` is taken as dead), and the run: observe (Spark, or
-``--engine python``), model, plan, write ``TRENDS/balance/plan.json``, print, and with
-``--apply`` execute it (``executor``). ``detect`` looks for anomalies (``anomaly``) and
+``--engine python``), model, plan, write ``TRENDS/balance/plan.json``, print (with the
+effect of the last plan applied, from the tables: ``effect``), and with ``--apply``
+execute it (``executor``). ``detect`` looks for anomalies (``anomaly``) and
 plans only when it finds one; ``--self-heal`` applies that plan.
 Exit status: 0 done; 1 a plan was not applied (an unmet hard goal, the cluster degraded,
 a move failed); 2 the input or the cluster could not be read.
@@ -24,6 +25,7 @@ from typing import Any
 
 from ..durable import AppendLog, write_json_atomic
 from ..fetch import token_from_env
+from .effect import last_execution, render_effect, table_effect
 from .goals import default_goals
 from .live import ClusterView, LiveError, cluster_state, read_view
 from .model import ClusterState, PartitionState, Scope, Settings, build
@@ -77,7 +79,7 @@ def now_iso() -> str:
 
 
 def observe(args: argparse.Namespace) -> Observed:
-    history = args.history_seconds if args.command == "detect" else 0.0
+    history = args.history_seconds
     if args.engine == "python":
         return observe_files(Path(args.input), args.window_seconds, history)
     from ..session import parse_confs, spark_session
@@ -147,8 +149,12 @@ def run(args: argparse.Namespace) -> int:
     doc = make_plan(command, target, observed, state, settings, args.max_steps)
     if anomalies is not None:
         doc["anomalies"] = anomalies
+    executed = last_execution(out / "actions.jsonl")
+    doc["last_effect"] = table_effect(observed.history, executed) if executed else None
     write_json_atomic(out / "plan.json", doc)
     print(render(doc))
+    if doc["last_effect"]:
+        print(render_effect(doc["last_effect"]))
     do_apply = args.apply or (args.command == "detect" and args.self_heal)
     if not do_apply:
         return 0
@@ -209,7 +215,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--self-heal", action="store_true", help="detect: apply the plan")
     p.add_argument("--violated-buckets", type=int, default=5)
     p.add_argument("--disk-alarm", type=float, default=0.85)
-    p.add_argument("--history-seconds", type=float, default=3600.0)
+    p.add_argument(
+        "--history-seconds",
+        type=float,
+        default=3600.0,
+        help="brokers-table buckets kept for detect and for the last plan's effect",
+    )
     p.add_argument("--max-steps", type=int, default=1000, help="moves per goal at most")
     for name, value in asdict(Settings()).items():
         flag = "--" + name.replace("_", "-")

@@ -4,16 +4,18 @@ meet is named, the same input gives the same plan, and anomalies are found."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import random
 from typing import Any
 
-from spark_jobs.balance import anomaly
+from spark_jobs.balance import anomaly, effect
 from spark_jobs.balance.cli import make_plan, state_from_tables
 from spark_jobs.balance.model import ClusterState, PartitionState, Scope, Settings, build
 from spark_jobs.balance.monitor import Observed, observe_rows
 from spark_jobs.balance.report import render, same_plan
 
-from .balance_rows import BUCKET_S, B, P, rows, skewed
+from .balance_rows import BUCKET_S, T0, B, P, rows, skewed
 
 WINDOW = 600.0
 SETTINGS = Settings()
@@ -235,3 +237,33 @@ def test_anomalies_a_broker_down_a_goal_violated_a_full_disk() -> None:
     full = {0: B(disk_total=1000), 1: B(), 2: B()}
     disk = {("t", 0): P([0], size=900)}
     assert [a["kind"] for a in anomalies(full, disk)] == ["disk too full"]
+
+
+def test_the_last_plans_effect_comes_from_the_buckets_either_side_of_it(tmp_path: Any) -> None:
+    t0 = T0.timestamp()
+    history = [
+        {"bucket": t0 + i * BUCKET_S, "broker_id": b, "leaders": leaders, "io_idle_ratio": idle}
+        for i in range(6)
+        for b, (leaders, idle) in {
+            0: (12 if i < 3 else 4, 0.05 if i < 3 else 0.5),
+            1: (0, 0.9),
+        }.items()
+    ]
+    actions = tmp_path / "actions.jsonl"
+    start, end = (dt.datetime.fromtimestamp(t0 + s, dt.UTC) for s in (185, 200))
+    record = {"started_at": start.isoformat(), "finished_at": end.isoformat(), "status": "done"}
+    actions.write_text(json.dumps(record) + "\n" + '{"torn')  # a crash mid-line
+    executed = effect.last_execution(actions)
+    assert executed == record
+    found = effect.table_effect(history, executed)
+    assert found is not None
+    b0 = found["brokers"][0]
+    # Buckets 0-2 ended by the start (185 s), 4-5 began after the end (bucket 3 spans it).
+    assert b0["before"]["buckets"] == 3 and b0["after"]["buckets"] == 2
+    assert (b0["before"]["leaders"], b0["after"]["leaders"]) == (12.0, 4.0)
+    assert (b0["before"]["io_idle_ratio"], b0["after"]["io_idle_ratio"]) == (0.05, 0.5)
+    assert "broker 0: loop_busy_ratio None -> None, io_idle_ratio 0.05 -> 0.5" in (
+        effect.render_effect(found)
+    )
+    late = {**record, "finished_at": dt.datetime.fromtimestamp(t0 + 999, dt.UTC).isoformat()}
+    assert effect.table_effect(history, late) is None  # no bucket after it yet
