@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -357,6 +358,49 @@ def sample(cluster: ZkCluster, trends: Path, seconds: float, interval: float) ->
         raise RuntimeError(f"sample failed:\n{done.stderr[-3000:]}")
     log(done.stdout.strip())
     return done.stdout
+
+
+def scrape_and_trend(cluster: ZkCluster, trends: Path, seconds: float, interval: float) -> str:
+    """The tables as the trends job writes them (issue 32's ``brokers`` and
+    ``partitions``): ``spark_jobs.scrape --cluster`` for ``seconds``, then
+    ``spark_jobs.trends`` over what it scraped, in buckets of ``interval`` seconds."""
+    scraped = trends.parent / (trends.name + "-scraped")
+    scraper = subprocess.Popen(
+        [
+            sys.executable,
+            *("-m", "spark_jobs.scrape", "--cluster", *cluster.admin_args()[:2]),
+            *("--out", str(scraped), "--interval", str(min(1.0, interval))),
+        ],
+        cwd=REPO,
+        env=spark_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(seconds)  # the scrape's window: the load is measured meanwhile
+    scraper.send_signal(signal.SIGTERM)
+    _, err = scraper.communicate(timeout=60)
+    if scraper.returncode != 0:
+        raise RuntimeError(f"scrape --cluster failed (exit {scraper.returncode}):\n{err[-3000:]}")
+    done = job(
+        [
+            *("spark_jobs.trends", "--in", str(scraped), "--out", str(trends)),
+            *("--bucket-seconds", str(int(interval)), "--trend-window-seconds", "30"),
+            *("--master", "local[2]", "--conf", "spark.ui.enabled=false"),
+        ],
+        900,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"trends failed:\n{done.stderr[-3000:]}")
+    log(done.stdout.strip())
+    return done.stdout
+
+
+def tables(cluster: ZkCluster, trends: Path, source: str, seconds: float, interval: float) -> str:
+    """The brokers and partitions tables for the balance job, from ``source``: ``sample``
+    (``spark_jobs.balance.sample``) or ``trends`` (the scraper and the trends job)."""
+    if source == "trends":
+        return scrape_and_trend(cluster, trends, seconds, interval)
+    return sample(cluster, trends, seconds, interval)
 
 
 def balance(

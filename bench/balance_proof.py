@@ -5,7 +5,9 @@ throttle, and does ``remove-broker`` empty a broker without losing anything?
 Each proof runs a local ZooKeeper and broker processes from this checkout (``ZkCluster``
 in ``bench/_balance_parts.py``; ``num.io.threads`` ``--io-threads``, metrics windows of
 5 s), measures the cluster with ``python -m spark_jobs.balance.sample`` (the brokers and
-partitions tables, from the brokers' own metrics and Kafka's APIs) and runs
+partitions tables, from the brokers' own metrics and Kafka's APIs; ``--tables trends``:
+with ``spark_jobs.scrape --cluster`` and the trends job instead, where they write those
+tables) and runs
 ``python -m spark_jobs.balance --apply`` as an operator would (``--engine spark``:
 ``local[2]``), while the load goes on.
 
@@ -53,7 +55,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _balance_parts import NumberedLoad, SyncLoad, ZkCluster, balance, check, sample, until
+from _balance_parts import NumberedLoad, SyncLoad, ZkCluster, balance, check, tables, until
 from _common import default_data_dir, header, log, table, wait_quiet, write_json
 
 TITLE = "balance proof: skew, add-broker, remove-broker under load (3-4 brokers + ZooKeeper)"
@@ -111,7 +113,7 @@ def skew(args: argparse.Namespace, base: Path, rf: int) -> dict[str, Any]:
             before = observe(cluster, load, args.phase_seconds, "skew")
             log(f"skew, before: {before}")
             trends = base / "skew-trends"
-            sample(cluster, trends, args.sample_seconds, args.interval)
+            tables(cluster, trends, args.tables, args.sample_seconds, args.interval)
             doc, out, status = balance(
                 cluster,
                 trends,
@@ -219,7 +221,7 @@ def grow_and_shrink(args: argparse.Namespace, base: Path) -> dict[str, Any]:
         load.start()
         cluster.add(3)
         trends = base / "grow-trends"
-        sample(cluster, trends, args.sample_seconds, args.interval)
+        tables(cluster, trends, args.tables, args.sample_seconds, args.interval)
         options = ["--throttle", str(args.throttle), "--max-concurrent-moves", str(args.moves)]
         options += ["--effect-seconds", str(args.effect_seconds)]
         with SizeWatch(cluster.bootstrap(), 3) as watch:
@@ -243,7 +245,7 @@ def grow_and_shrink(args: argparse.Namespace, base: Path) -> dict[str, Any]:
             "throttle_honoured": copy["seconds"] >= 0.9 * least and copy["bytes"] > 0,
         }
         trends2 = base / "shrink-trends"
-        sample(cluster, trends2, args.sample_seconds, args.interval)
+        tables(cluster, trends2, args.tables, args.sample_seconds, args.interval)
         doc2, out2, status2 = balance(
             cluster, trends2, args.engine, options, ["remove-broker", "1"]
         )
@@ -422,6 +424,13 @@ def main() -> int:
     p.add_argument("--max-load-seconds", type=float, default=900.0)
     p.add_argument("--session-timeout-ms", type=int, default=4000)
     p.add_argument("--engine", choices=("spark", "python"), default="spark")
+    p.add_argument(
+        "--tables",
+        choices=("sample", "trends"),
+        default="sample",
+        help="where the balance job's tables come from: spark_jobs.balance.sample, or "
+        "spark_jobs.scrape --cluster and the trends job (once they write them)",
+    )
     p.add_argument("--only", choices=("skew", "grow"), help="run one proof only")
     p.add_argument("--data-dir", default=default_data_dir())
     p.add_argument("--wait-quiet", type=float, default=30.0)
