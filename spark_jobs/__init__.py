@@ -3,7 +3,9 @@
 ``scrape`` (snapshots to hourly JSON Lines; standard library only), ``trends`` (the batch
 job: Parquet tables and ``dashboard.json``), ``stream`` with ``stream_source`` (the same
 tables, live, through a Python data source), ``advise`` (pool size advice, and applying
-it). ``snapshot_schema`` is the contract (``docs/metrics.md``), ``aggregate`` the
+it), ``balance`` (a package: the cluster's balance plan from the ``brokers`` and
+``partitions`` tables, applied through Kafka's own APIs with kafka-python).
+``snapshot_schema`` is the contract (``docs/metrics.md``), ``aggregate`` the
 aggregation both jobs share. Nothing here imports ``trio_broker`` or ``admin``
 (import-linter checks it).
 """

@@ -138,3 +138,27 @@ def test_the_trends_job_on_a_standalone_cluster_writes_what_local_writes(
         p for w in work_dirs for p in w.glob("app-*/*/stderr") if "Finished task" in p.read_text()
     ]
     assert finished, "no executor of the cluster finished a task"
+
+
+def test_the_balance_job_on_a_standalone_cluster_plans_what_local_plans(
+    spark: Any, cluster: tuple[str, list[Path]], tmp_path: Path
+) -> None:
+    from spark_jobs.balance.report import same_plan
+
+    from .test_balance_spark import balance, write_skewed
+
+    url, work_dirs = cluster
+    apps_before = {p for w in work_dirs for p in w.glob("app-*")}
+    write_skewed(spark, tmp_path)
+    on_cluster = balance(
+        tmp_path,
+        *("--master", url, "--down-after-seconds", "90"),
+        *("--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=512m"),
+        *("--conf", "spark.sql.shuffle.partitions=2"),
+    )
+    local = balance(tmp_path, "--engine", "python", "--down-after-seconds", "90")
+    assert on_cluster["moves"] and same_plan(on_cluster, local)
+    # The aggregation ran in the workers' executors, not in the driver.
+    apps = {p for w in work_dirs for p in w.glob("app-*")} - apps_before
+    finished = [p for a in apps for p in a.glob("*/stderr") if "Finished task" in p.read_text()]
+    assert finished, "no executor of the cluster finished a task of the balance job"
