@@ -80,6 +80,9 @@ class LogCore:
         # partition has other replicas; the high watermark is what ``set_high_watermark``
         # said (the leader's rule, or the leader's word on a follower).
         self.replicated = False
+        # How many truncations the log has had: a cleaner pass begun before one does not
+        # swap its copies in (``PartitionLog.replace_segments``).
+        self.truncations = 0
         cp = self._checkpointed
         hw = log_start_offset if cp is None else cp.high_watermark
         if hw is None:  # a version 0 checkpoint: what was flushed was committed
