@@ -159,3 +159,14 @@ def test_transactions(tmp_path: Path) -> None:
     summary = doc["results"]["summary"]
     assert summary["transactional"]["records_per_s"] > 0
     assert summary["ratio_transactional_to_idempotent"] > 0
+
+
+def test_compaction_segments(tmp_path: Path) -> None:
+    doc = _run(
+        "compaction_segments.py",
+        *("--seconds", "3", "--warmup", "0", "--rate", "300"),
+        tmp_path=tmp_path,
+    )
+    results = doc["results"]
+    assert results["updates"] > 0 and results["keys_wrong"] == []
+    assert results["samples"] and results["segments_final"] >= 1

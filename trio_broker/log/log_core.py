@@ -91,6 +91,10 @@ class LogCore:
         self._segments_changed()
         # Told how long each fsync took, in ms (the broker's LogFlushRateAndTimeMs).
         self.flush_listener: Callable[[float], None] | None = None
+        # Told (with this log) when a segment is sealed: the cleaner looks at a compacted
+        # log then. Called under the log's lock on the appending thread: it must not block
+        # nor raise.
+        self.roll_listener: Callable[[LogCore], None] | None = None
 
     # -- state -------------------------------------------------------------------------
 
@@ -286,6 +290,9 @@ class LogCore:
             self._producers.take_snapshot(new.base_offset)
         except OSError as exc:
             logger.warning("%s: producer state snapshot failed: %s", self.directory, exc)
+        listener = self.roll_listener
+        if listener is not None:
+            listener(self)
         return True
 
     def maybe_roll(self, now_ms: int) -> bool:
