@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
+
+import pytest
 
 from trio_broker.log import (
     CLEAN_SHUTDOWN_FILE,
@@ -11,6 +14,13 @@ from trio_broker.log import (
     LogManager,
     parse_partition_dir,
     read_partition_metadata,
+)
+from trio_broker.log.descriptors import (
+    DescriptorLimitError,
+    FileBudget,
+    check_start,
+    open_files_limit,
+    segments_on_disk,
 )
 
 from .helpers import fill, read_headers, records
@@ -123,3 +133,49 @@ def test_periodic_flush_retention_and_roll(tmp_path) -> None:
     assert log.segment_base_offsets == (2,) and log.log_start_offset == 2
     assert read_headers(log) == []
     mgr.close()
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_the_descriptors_counted_are_the_ones_the_logs_hold(tmp_path) -> None:
+    """``open_files`` is what the process really has open for the logs: three a segment,
+    counted on /proc/self/fd as partitions are created, rolled and deleted."""
+    before = _fds()
+    mgr = LogManager([tmp_path / "a"], LogConfig(), now_ms=0)
+    base = _fds() - before  # the manager's own (none are kept)
+    logs = [mgr.create("t", p, now_ms=0) for p in range(5)]
+    for _ in range(3):
+        fill(logs[0], 1)
+        logs[0].roll(0)
+    assert mgr.open_files() == 3 * (5 + 3) == _fds() - before - base
+    budget = mgr.file_budget()
+    assert budget.held == 24 and budget.limit == open_files_limit()
+    mgr.delete("t", 0)
+    assert mgr.open_files() == 12 == _fds() - before - base
+    mgr.close()
+    assert _fds() == before
+
+
+def test_the_budget_names_the_limit_and_the_counts() -> None:
+    budget = FileBudget(limit=400, held=30)
+    assert budget.headroom == 128 and budget.free == 242
+    assert budget.refusal(80) is None
+    message = budget.refusal(81)
+    assert message is not None
+    assert "243 file descriptors" in message and "only 242 are free" in message
+    assert "RLIMIT_NOFILE) is 400" in message and "hold 30" in message
+    assert FileBudget(limit=20_000, held=0).headroom == 2_000
+
+
+def test_start_up_refuses_logs_the_limit_cannot_hold(tmp_path) -> None:
+    mgr = LogManager([tmp_path / "a"], LogConfig(), now_ms=0)
+    for p in range(4):
+        mgr.create("t", p, now_ms=0)
+    mgr.close()
+    partitions, segments = segments_on_disk(p for p in (tmp_path / "a").iterdir() if p.is_dir())
+    assert (partitions, segments) == (4, 4)
+    check_start(partitions, segments, limit=140)  # 12 + 128
+    with pytest.raises(DescriptorLimitError, match=r"is 139, .* at least 140"):
+        check_start(partitions, segments, limit=139)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
+from .descriptors import FILES_PER_SEGMENT
 from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
 from .index.leader_epochs import LeaderEpochCache
@@ -221,6 +222,11 @@ class LogCore:
     def size_bytes(self) -> int:
         view = self._view
         return sum(view.size_of(i) for i in range(len(view.segments)))
+
+    @property
+    def open_files(self) -> int:
+        """The descriptors this log holds open (its segments' files)."""
+        return FILES_PER_SEGMENT * len(self._view.segments)
 
     @property
     def segment_base_offsets(self) -> tuple[int, ...]:

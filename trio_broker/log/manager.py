@@ -2,11 +2,14 @@
 
 Owns: the log directories (created at start), the ``<topic>-<partition>`` folder naming,
 loading every partition at start-up (recovering those of a directory without the
-``.kafka_cleanshutdown`` marker), creating a partition in the directory holding the fewest,
-deleting one (renamed to ``<topic>-<partition>.<id>-delete`` first, then removed), the
-periodic entry points the server's timers call (``flush_dirty``, ``apply_retention``,
-``checkpoint``) and closing (flush, checkpoints, clean-shutdown markers). It must not keep
-topic metadata (ids, configs): the server does, and passes configs in.
+``.kafka_cleanshutdown`` marker) once it has checked that the open files limit holds what
+they will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a
+partition in the directory holding the fewest (a log that cannot be made leaves no folder
+behind), the descriptors the logs hold (``file_budget``), deleting one (renamed to
+``<topic>-<partition>.<id>-delete`` first, then removed), the periodic entry points the
+server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
+(flush, checkpoints, clean-shutdown markers). It must not keep topic metadata (ids,
+configs): the server does, and passes configs in.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from .config import LogConfig
+from .descriptors import FileBudget, check_start, open_files_limit, segments_on_disk
 from .errors import LogError, LogStorageError
 from .files import fsync_dir
 from .partition_log import PartitionLog
@@ -46,6 +50,23 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     return topic, int(number)
 
 
+def _partition_folders(log_dir: Path) -> Iterator[Path]:
+    """The partition folders of a log directory (none if it does not exist yet)."""
+    try:
+        entries = list(os.scandir(log_dir))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise LogStorageError(f"{log_dir}: cannot read the log directory: {exc}") from exc
+    for entry in entries:
+        if (
+            entry.is_dir()
+            and not entry.name.endswith(DELETE_SUFFIX)
+            and parse_partition_dir(entry.name) is not None
+        ):
+            yield Path(entry.path)
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -68,9 +89,13 @@ class LogManager:
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._doomed: list[Path] = []  # folders of logs that could not be made, to remove
         self._closed = False
         now = _now_ms() if now_ms is None else now_ms
         configs = dict(topic_configs or {})
+        # Refused before any log is opened: a broker short of descriptors would otherwise
+        # fail part-way through loading, or soon after.
+        check_start(*segments_on_disk(f for d in self.log_dirs for f in _partition_folders(d)))
         try:
             for log_dir in self.log_dirs:
                 self._load_dir(log_dir, configs, now)
@@ -118,6 +143,14 @@ class LogManager:
             raise LogStorageError(f"{log_dir}: cannot remove the clean marker: {exc}") from exc
 
     # -- lookup ------------------------------------------------------------------------
+
+    def open_files(self) -> int:
+        """The descriptors the logs hold (``descriptors.FILES_PER_SEGMENT`` a segment)."""
+        return sum(log.open_files for _, log in self.logs())
+
+    def file_budget(self) -> FileBudget:
+        """The logs' descriptors against the open files limit, now."""
+        return FileBudget(open_files_limit(), self.open_files())
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
@@ -172,19 +205,44 @@ class LogManager:
             log_dir = min(self.log_dirs, key=lambda d: counts[d])
             directory = log_dir / partition_dir_name(topic, partition)
             now = _now_ms() if now_ms is None else now_ms
+            made = not directory.exists()
             try:
-                directory.mkdir(parents=True, exist_ok=True)
-                if topic_id is not None:
-                    write_partition_metadata(directory, topic_id)
-                fsync_dir(log_dir)
-            except OSError as exc:
-                raise LogStorageError(f"{directory}: cannot create: {exc}") from exc
-            log = PartitionLog.open(
-                directory, config or self.default_config, recover=False, now_ms=now
-            )
+                try:
+                    directory.mkdir(parents=True, exist_ok=True)
+                    if topic_id is not None:
+                        write_partition_metadata(directory, topic_id)
+                    fsync_dir(log_dir)
+                except OSError as exc:
+                    raise LogStorageError(f"{directory}: cannot create: {exc}") from exc
+                log = PartitionLog.open(
+                    directory, config or self.default_config, recover=False, now_ms=now
+                )
+            except BaseException:
+                if made:  # nothing of a log that could not be made stays behind
+                    self._remove_folder(directory)
+                raise
             self._logs[tp] = log
             self._dir_of[tp] = log_dir
             return log
+
+    def _remove_folder(self, directory: Path) -> None:
+        """Remove a folder no log holds: renamed out of the way first (a rename needs no
+        descriptor), then removed, now or, when the process is short of descriptors, after
+        the next deletion frees some (or at the next start)."""
+        target = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+        try:
+            os.rename(directory, target)
+        except OSError as exc:
+            logger.warning("%s: rename before delete failed: %s", directory, exc)
+            target = directory
+        self._doomed.append(target)
+        self._remove_doomed()
+
+    def _remove_doomed(self) -> None:
+        for folder in list(self._doomed):
+            shutil.rmtree(folder, ignore_errors=True)
+            if not folder.exists():
+                self._doomed.remove(folder)
 
     def delete(self, topic: str, partition: int) -> bool:
         """Delete the partition's log and folder; False if there was none. Regions still
@@ -202,6 +260,8 @@ class LogManager:
         except OSError as exc:
             logger.warning("%s: rename before delete failed: %s", log.directory, exc)
         log.delete()
+        with self._lock:
+            self._remove_doomed()
         return True
 
     # -- periodic work -----------------------------------------------------------------

@@ -81,17 +81,21 @@ class PartitionLog(LogCore):
             loaded.stats,
             now_ms,
         )
-        log.checkpoint()
         try:
+            log.checkpoint()
             log._load_producer_state(now_ms)
             end = log._segments[-1].next_offset
             headers = headers_from(log._segments, log._log_start)  # read if the file is lost
             log._epochs = LeaderEpochCache.load(directory, headers, log._log_start, end)
             log._publish()
-        except OSError as exc:
-            raise LogStorageError(
-                f"{directory}: cannot load producer state or leader epochs: {exc}"
-            ) from exc
+        except BaseException as exc:
+            for segment in log._segments:  # a log that failed to open holds no descriptor
+                segment.close()
+            if isinstance(exc, OSError) and not isinstance(exc, LogStorageError):
+                raise LogStorageError(
+                    f"{directory}: cannot load producer state or leader epochs: {exc}"
+                ) from exc
+            raise
         return log
 
     def _load_producer_state(self, now_ms: int) -> None:
