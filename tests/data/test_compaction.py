@@ -306,9 +306,10 @@ def test_a_compacted_topic_of_small_segments_under_steady_updates_keeps_few_file
             time.sleep(0.01)  # the load's pace, not a wait for a condition
         assert p.flush(30) == 0
         passes = cleaner(b, "changelog").get("passes", 0)
-        # Well over ten segments were written; never more than four at a time remained.
+        # Well over ten segments were written; a few at a time remained (3 here when the
+        # machine was busy; 16 without the grouping or without the wake).
         assert sent >= 11_000 and passes >= 5, (sent, passes)
-        assert max(counts) <= 4, counts
+        assert max(counts) <= 6, counts
         # Every key's latest value is the one the producer was told, at its offset.
         got = {k: (o, v) for o, k, v in consume_all(b.bootstrap, "changelog")}
         assert got == told
