@@ -12,6 +12,7 @@ from trio_broker.log import (
     CLEAN_SHUTDOWN_FILE,
     LogConfig,
     LogManager,
+    LogStorageError,
     parse_partition_dir,
     read_partition_metadata,
 )
@@ -179,3 +180,26 @@ def test_start_up_refuses_logs_the_limit_cannot_hold(tmp_path) -> None:
     check_start(partitions, segments, limit=140)  # 12 + 128
     with pytest.raises(DescriptorLimitError, match=r"is 139, .* at least 140"):
         check_start(partitions, segments, limit=139)
+
+
+def test_an_io_error_takes_its_log_dir_offline_and_spares_the_other(tmp_path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    mgr = LogManager(dirs, LogConfig(), now_ms=0)
+    logs = {p: mgr.create("t", p, now_ms=0) for p in range(4)}
+    in_b = [p for p, log in logs.items() if log.directory.parent == dirs[1]]
+    in_a = [p for p in logs if p not in in_b]
+    for log in logs.values():
+        fill(log, 2)
+    shutil.rmtree(logs[in_b[0]].directory)  # the folder is gone: a real ENOENT next
+    with pytest.raises(LogStorageError):
+        logs[in_b[0]].roll(0)
+    assert mgr.offline_dirs == {dirs[1]}
+    assert mgr.offline_partitions() == {("t", p) for p in in_b}
+    for p in in_b:  # the dir's others too, before any failure of their own
+        with pytest.raises(LogStorageError, match="offline"):
+            logs[p].append(records(1), leader_epoch=0, now_ms=0)
+    for p in in_a:
+        assert logs[p].append(records(1), leader_epoch=0, now_ms=0).first_offset == 2
+    assert mgr.create("t", 4, now_ms=0).directory.parent == dirs[0]  # not in the failed dir
+    mgr.close()
+    assert not (dirs[1] / CLEAN_SHUTDOWN_FILE).exists()  # its logs could not close cleanly

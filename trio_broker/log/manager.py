@@ -4,8 +4,10 @@ Owns: the log directories (created at start), the ``<topic>-<partition>`` folder
 loading every partition at start-up (recovering those of a directory without the
 ``.kafka_cleanshutdown`` marker) once it has checked that the open files limit holds what
 they will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a
-partition in the directory holding the fewest (a log that cannot be made leaves no folder
-behind), the descriptors the logs hold (``file_budget``), deleting one (renamed to
+partition in the online directory holding the fewest (a log that cannot be made leaves no
+folder behind), a log dir's failure (the first log in it that goes offline takes the others
+with it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), the
+descriptors the logs hold (``file_budget``), deleting one (renamed to
 ``<topic>-<partition>.<id>-delete`` first, then removed), the periodic entry points the
 server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
 (flush, checkpoints, clean-shutdown markers). It must not keep topic metadata (ids,
@@ -27,6 +29,7 @@ from .config import LogConfig
 from .descriptors import FileBudget, check_start, open_files_limit, segments_on_disk
 from .errors import LogError, LogStorageError
 from .files import fsync_dir
+from .log_core import LogCore
 from .partition_log import PartitionLog
 from .partition_metadata import read_partition_metadata, write_partition_metadata
 
@@ -90,6 +93,10 @@ class LogManager:
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
         self._doomed: list[Path] = []  # folders of logs that could not be made, to remove
+        # Log dirs a log of failed in (an I/O error, not a full disk): offline until restart.
+        self.offline_dirs: set[Path] = set()
+        self._offline_tps: set[TopicPartition] = set()
+        self._offline_lock = threading.Lock()
         self._closed = False
         now = _now_ms() if now_ms is None else now_ms
         configs = dict(topic_configs or {})
@@ -132,8 +139,7 @@ class LogManager:
                 raise LogStorageError(
                     f"partition {tp[0]}-{tp[1]} is in both {self._dir_of[tp]} and {log_dir}"
                 )
-            self._logs[tp] = log
-            self._dir_of[tp] = log_dir
+            self._adopt(tp, log, log_dir)
         # From now on a crash must be detected: the marker goes until the next close().
         try:
             if clean:
@@ -199,10 +205,14 @@ class LogManager:
                 if config is not None:
                     existing.reconfigure(config)
                 return existing
-            counts = {d: 0 for d in self.log_dirs}
+            online = [d for d in self.log_dirs if d not in self.offline_dirs]
+            if not online:
+                raise LogStorageError(f"{topic}-{partition}: every log dir is offline")
+            counts = {d: 0 for d in online}
             for d in self._dir_of.values():
-                counts[d] += 1
-            log_dir = min(self.log_dirs, key=lambda d: counts[d])
+                if d in counts:
+                    counts[d] += 1
+            log_dir = min(online, key=lambda d: counts[d])
             directory = log_dir / partition_dir_name(topic, partition)
             now = _now_ms() if now_ms is None else now_ms
             made = not directory.exists()
@@ -221,9 +231,39 @@ class LogManager:
                 if made:  # nothing of a log that could not be made stays behind
                     self._remove_folder(directory)
                 raise
-            self._logs[tp] = log
-            self._dir_of[tp] = log_dir
+            self._adopt(tp, log, log_dir)
             return log
+
+    def _adopt(self, tp: TopicPartition, log: PartitionLog, log_dir: Path) -> None:
+        self._logs[tp] = log
+        self._dir_of[tp] = log_dir
+        log.offline_listener = self._log_offline
+
+    def _log_offline(self, log: LogCore) -> None:
+        """A log went offline: its log dir does, as Kafka's LogDirFailureChannel takes a
+        dir offline on its first I/O error: every other log in it goes offline too (what
+        they would write next could be lost the same way), new partitions go to the other
+        dirs, and ``offline_partitions`` lists them all."""
+        log_dir = log.directory.parent
+        tp = parse_partition_dir(log.directory.name)
+        if tp is None or self._logs.get(tp) is not log:
+            return  # a log being deleted: its folder may be gone meanwhile, by design
+        with self._offline_lock:
+            self._offline_tps.add(tp)
+            if log_dir in self.offline_dirs or log_dir not in self.log_dirs:
+                return
+            self.offline_dirs.add(log_dir)
+        logger.error("%s: the log dir goes offline: its partitions are served no more", log_dir)
+        for other_tp, other in self.logs():
+            if self._dir_of.get(other_tp) == log_dir:
+                other.take_offline(f"log dir {log_dir} is offline")
+
+    def offline_partitions(self) -> frozenset[TopicPartition]:
+        """The partitions whose log is offline (held here: deleted ones are not)."""
+        with self._offline_lock:
+            if not self._offline_tps:
+                return frozenset()
+            return frozenset(tp for tp in self._offline_tps if tp in self._logs)
 
     def _remove_folder(self, directory: Path) -> None:
         """Remove a folder no log holds: renamed out of the way first (a rename needs no

@@ -106,12 +106,27 @@ class TopicAdmin:
     def _cluster_view(self, info: TopicInfo) -> TopicInfo:
         """A local topic with leaders as the control plane set them."""
         if not self.cluster.leadership and not self.cluster.cache.from_controller:
-            return info
+            return self._offline_marked(info)
         # The controller's partitions when it described the topic (this broker may hold
         # only some of them), else the local ones.
         known = self.cluster.cache.partitions_of(info.name)
         indexes = sorted(known) if known else [p.index for p in info.partitions]
         parts = tuple(self.cluster.partition_info(info.name, i) for i in indexes)
+        return replace(info, partitions=parts)
+
+    def _offline_marked(self, info: TopicInfo) -> TopicInfo:
+        """On a broker on its own, a partition whose log dir failed has no leader and its
+        replica is offline (Kafka's answer: LEADER_NOT_AVAILABLE, offline_replicas)."""
+        logs = self.replica_manager.logs
+        offline = logs.offline_partitions() if logs is not None else frozenset()
+        if not offline or not any((info.name, p.index) in offline for p in info.partitions):
+            return info
+        parts = tuple(
+            replace(p, leader=-1, isr=(), offline=p.replicas)
+            if (info.name, p.index) in offline
+            else p
+            for p in info.partitions
+        )
         return replace(info, partitions=parts)
 
     def _cached_topic(self, name: str) -> TopicInfo | None:
