@@ -182,3 +182,14 @@ def test_balance_proof(tmp_path: Path) -> None:
     check = grow["check"]
     assert check["acknowledged"] > 1000 and check["failed"] == 0
     assert check["missing"] == 0 == check["duplicates"] == check["offset_differs"]
+
+
+def test_compaction_segments(tmp_path: Path) -> None:
+    doc = _run(
+        "compaction_segments.py",
+        *("--seconds", "3", "--warmup", "0", "--rate", "300"),
+        tmp_path=tmp_path,
+    )
+    results = doc["results"]
+    assert results["updates"] > 0 and results["keys_wrong"] == []
+    assert results["samples"] and results["segments_final"] >= 1

@@ -15,6 +15,7 @@ from trio_broker.log.cleaner.compaction import (
     dirty_state,
     read_first_dirty,
 )
+from trio_broker.log.cleaner.groups import CleanedGroup
 from trio_broker.log.cleaner.offset_map import OffsetMap
 from trio_broker.log.swap import CLEANED_SUFFIX, SWAP_SUFFIX, commit_cleaned
 from trio_broker.records import Record, build_batch, iter_batches, iter_records, validate_batches
@@ -73,6 +74,7 @@ def test_the_latest_value_per_key_stays_at_its_offset_across_segments(tmp_path) 
     before = contents(log)
     result = clean(log, 5_000, SLOTS)
     assert result is not None and result.segments == 3 and result.records_removed == 4
+    assert result.cleaned_segments == 1  # the three cleaned copies fit in one segment
     assert result.end_offset == 6 and read_first_dirty(log.directory) == 6
     after = contents(log)
     assert after == [
@@ -85,7 +87,9 @@ def test_the_latest_value_per_key_stays_at_its_offset_across_segments(tmp_path) 
     assert log.log_start_offset == 0 and log.log_end_offset == 8
     # Emptied batches (no producer id) go; the others keep their offset range.
     assert [(h.base_offset, h.last_offset) for h in headers(log)] == [(4, 5), (6, 7)]
-    assert [os.path.getsize(log.directory / f"{b:020d}.log") for b in (0, 2)] == [0, 0]
+    # One segment holds what the three kept; no empty one stays behind.
+    assert log.segment_base_offsets == (0, 6)
+    assert sorted(p.name for p in log.directory.glob("*.log")) == [f"{b:020d}.log" for b in (0, 6)]
     # Nothing dirty is left: a second pass finds nothing to do.
     assert dirty_state(log, 5_000).dirty_bytes == 0
     assert clean(log, 5_000, SLOTS) is None
@@ -268,7 +272,9 @@ def _write_cleaned(path: Path) -> None:
     """Run a pass up to the written ``.cleaned`` files, then 'crash' (no swap)."""
     log = compacted_log(path)
     omap, _, _ = _build_map(log, dirty_state(log, 5_000), SLOTS)
-    _SegmentCleaner(log, omap, {}, 5_000).write(log.view.segments[0])
+    seg = log.view.segments[0]
+    copy, _ = _SegmentCleaner(log, omap, {}, 5_000).write(seg)
+    CleanedGroup(seg, copy, log.view.bases[1]).finish()
     log.close()
 
 
@@ -304,9 +310,10 @@ def test_a_segment_deleted_by_retention_meanwhile_is_not_swapped_in(tmp_path) ->
     path, _ = _crash_log(tmp_path)
     log = compacted_log(path)
     seg = log.view.segments[0]
-    _SegmentCleaner(log, OffsetMap(1), {}, 0).write(seg)
+    copy, _ = _SegmentCleaner(log, OffsetMap(1), {}, 0).write(seg)
+    CleanedGroup(seg, copy, log.view.bases[1]).finish()
     log.delete_records_before(3)
-    assert not log.replace_segment(seg, 0)
+    assert not log.replace_segments([seg], 0)
     assert _files(path) == set()
     log.close()
 

@@ -6,7 +6,8 @@ byte: cut there (a torn write), overwritten from there on (garbage where the wri
 land), or followed by garbage. Recovery must keep exactly the batches that were whole
 before the damage, byte for byte, lose nothing before them, and go on appending from there.
 A second test kills a real writer process at a random moment: every append it reported
-done is still there.
+done is still there. A third crashes a cleaner pass before a random step of its swaps:
+every key's latest record survives at its offset and nothing else appears.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from trio_broker.log.cleaner.compaction import clean
 from trio_broker.records import batch_crc, iter_batches
 
 from .helpers import open_log, read_headers, records, region_bytes
+from .test_cleaner import SLOTS, compacted_log, contents, put
+from .test_cleaner_groups import at_each_step, latest, load_crashed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,3 +169,71 @@ def test_a_writer_killed_at_random_moments_loses_no_acknowledged_append(tmp_path
             assert [h.base_offset for h in headers] == list(range(0, log.log_end_offset, 3))
         finally:
             log.close()
+
+
+# -- the cleaner: a crash at any step of a pass's swaps -------------------------------------
+
+_UPDATES = st.lists(
+    st.tuples(
+        st.integers(0, 5),  # key
+        st.one_of(st.none(), st.integers(0, 90)),  # a tombstone, or a value of that size
+        st.booleans(),  # roll after it
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(updates=_UPDATES, segment_bytes=st.integers(150, 1500), crash_at=st.integers(0, 150))
+def test_a_cleaner_pass_crashed_at_any_step_keeps_every_keys_latest_record(
+    updates: list[tuple[int, int | None, bool]], segment_bytes: int, crash_at: int
+) -> None:
+    """Random updates over a few keys in segments of random sizes; a cleaner pass is
+    'crashed' before a random step of its swaps (the folder copied there). Recovery keeps
+    every key's latest record at its offset, adds nothing, leaves no segment overlapping
+    the next, and a pass after it ends where an uncrashed pass ends."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t-0"
+        log = compacted_log(path, segment_bytes=segment_bytes)
+        for key, size, roll in updates:
+            put(log, [(b"key-%d" % key, None if size is None else b"v" * size)])
+            if roll:
+                log.roll(1_000)
+        log.roll(1_000)
+        put(log, [(b"active", b"x")])
+        original = contents(log)
+        log.close()
+        kept = latest(original)
+        steps: list[int] = []
+        crashed = Path(tmp) / "crash" / "t-0"
+
+        def step() -> None:
+            if len(steps) == crash_at:
+                shutil.copytree(path, crashed)
+            steps.append(1)
+
+        with at_each_step(step):
+            log = compacted_log(path, segment_bytes=segment_bytes)
+            clean(log, 5_000, SLOTS)
+            log.close()
+        if not crashed.exists():  # fewer steps than ``crash_at``: the finished pass
+            shutil.copytree(path, crashed)
+        for recover in (True, False):
+            again = load_crashed(crashed, recover)
+            try:
+                got = contents(again)
+                assert set(kept) <= set(got) <= set(original)
+                assert again.log_end_offset == original[-1][0] + 1
+                clean(again, 6_000, SLOTS)
+                assert contents(again) == kept
+                sealed = list(again.directory.glob("*.log"))[:-1]
+                assert all(p.stat().st_size for p in sorted(sealed)[1:])
+            finally:
+                again.close()

@@ -1,4 +1,5 @@
-"""Disk failures: a failed append leaves no trace, errors map to KAFKA_STORAGE_ERROR."""
+"""Disk failures: a failed append leaves no trace, errors map to KAFKA_STORAGE_ERROR; a
+full disk is retried, an I/O error takes the log offline."""
 
 from __future__ import annotations
 
@@ -129,10 +130,18 @@ def test_fsync_failure_with_flush_every_message(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(os, "fsync", _failing(errno.EIO))
     with pytest.raises(LogStorageError):
         log.append(records(1), leader_epoch=0, now_ms=0)
-    assert log.log_end_offset == 2 and len(read_headers(log)) == 1
+    assert log.log_end_offset == 2
+    # A failed fsync is not retried: the kernel may have dropped the pages it could not
+    # write, and a second fsync would succeed without them. The log goes offline.
     monkeypatch.setattr(os, "fsync", spy)
-    assert log.append(records(1), leader_epoch=0, now_ms=0).first_offset == 2
+    assert log.offline
+    with pytest.raises(LogStorageError, match="offline"):
+        log.append(records(1), leader_epoch=0, now_ms=0)
     log.close()
+    again = open_log(tmp_path / "t-0", recover=True, flush_interval_messages=1)
+    assert [h.base_offset for h in read_headers(again)] == [0]
+    assert again.append(records(1), leader_epoch=0, now_ms=0).first_offset == 2
+    again.close()
 
 
 def test_failed_rollback_takes_the_log_offline(tmp_path, monkeypatch) -> None:

@@ -3,6 +3,8 @@ the OffsetForLeaderEpoch answers, and its survival of restarts, crashes and dele
 
 from __future__ import annotations
 
+import pytest
+
 from trio_broker.log.index.leader_epochs import EPOCH_FILE, UNDEFINED, LeaderEpochCache
 
 from .helpers import fill, open_log, records
@@ -98,3 +100,22 @@ def test_an_older_epoch_appended_later_adds_no_entry(tmp_path) -> None:
     assert cache.entries == ((3, 0),)
     cache.assign(4, 0)  # begins where 3 began: 3 held nothing
     assert cache.entries == ((4, 0),)
+
+
+def test_an_epoch_the_file_could_not_take_is_not_recorded(tmp_path) -> None:
+    """A new epoch is durable before its batch: when the file cannot be written the cache
+    forgets it, so that the next try writes it again (not only memory holding it)."""
+    folder = tmp_path / "t-0"
+    folder.mkdir()
+    cache = LeaderEpochCache(folder)
+    cache.assign(0, 0)
+    gone = tmp_path / "gone"
+    folder.rename(gone)  # the folder vanishes: the checkpoint's temporary file cannot be made
+    with pytest.raises(OSError):
+        cache.assign(1, 5)
+    with pytest.raises(OSError):
+        cache.assign_all([(1, 5), (2, 7)])
+    assert cache.latest_epoch == 0
+    gone.rename(folder)
+    cache.assign(1, 5)
+    assert (folder / EPOCH_FILE).read_text() == "0\n2\n0 0\n1 5\n"

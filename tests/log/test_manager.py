@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
+
+import pytest
 
 from trio_broker.log import (
     CLEAN_SHUTDOWN_FILE,
     LogConfig,
     LogManager,
+    LogStorageError,
     parse_partition_dir,
     read_partition_metadata,
+)
+from trio_broker.log.descriptors import (
+    DescriptorLimitError,
+    FileBudget,
+    check_start,
+    open_files_limit,
+    segments_on_disk,
 )
 
 from .helpers import fill, read_headers, records
@@ -123,3 +134,72 @@ def test_periodic_flush_retention_and_roll(tmp_path) -> None:
     assert log.segment_base_offsets == (2,) and log.log_start_offset == 2
     assert read_headers(log) == []
     mgr.close()
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_the_descriptors_counted_are_the_ones_the_logs_hold(tmp_path) -> None:
+    """``open_files`` is what the process really has open for the logs: three a segment,
+    counted on /proc/self/fd as partitions are created, rolled and deleted."""
+    before = _fds()
+    mgr = LogManager([tmp_path / "a"], LogConfig(), now_ms=0)
+    base = _fds() - before  # the manager's own (none are kept)
+    logs = [mgr.create("t", p, now_ms=0) for p in range(5)]
+    for _ in range(3):
+        fill(logs[0], 1)
+        logs[0].roll(0)
+    assert mgr.open_files() == 3 * (5 + 3) == _fds() - before - base
+    budget = mgr.file_budget()
+    assert budget.held == 24 and budget.limit == open_files_limit()
+    mgr.delete("t", 0)
+    assert mgr.open_files() == 12 == _fds() - before - base
+    mgr.close()
+    assert _fds() == before
+
+
+def test_the_budget_names_the_limit_and_the_counts() -> None:
+    budget = FileBudget(limit=400, held=30)
+    assert budget.headroom == 128 and budget.free == 242
+    assert budget.refusal(80) is None
+    message = budget.refusal(81)
+    assert message is not None
+    assert "243 file descriptors" in message and "only 242 are free" in message
+    assert "RLIMIT_NOFILE) is 400" in message and "hold 30" in message
+    assert FileBudget(limit=20_000, held=0).headroom == 2_000
+
+
+def test_start_up_refuses_logs_the_limit_cannot_hold(tmp_path) -> None:
+    mgr = LogManager([tmp_path / "a"], LogConfig(), now_ms=0)
+    for p in range(4):
+        mgr.create("t", p, now_ms=0)
+    mgr.close()
+    partitions, segments = segments_on_disk(p for p in (tmp_path / "a").iterdir() if p.is_dir())
+    assert (partitions, segments) == (4, 4)
+    check_start(partitions, segments, limit=140)  # 12 + 128
+    with pytest.raises(DescriptorLimitError, match=r"is 139, .* at least 140"):
+        check_start(partitions, segments, limit=139)
+
+
+def test_an_io_error_takes_its_log_dir_offline_and_spares_the_other(tmp_path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    mgr = LogManager(dirs, LogConfig(), now_ms=0)
+    logs = {p: mgr.create("t", p, now_ms=0) for p in range(4)}
+    in_b = [p for p, log in logs.items() if log.directory.parent == dirs[1]]
+    in_a = [p for p in logs if p not in in_b]
+    for log in logs.values():
+        fill(log, 2)
+    shutil.rmtree(logs[in_b[0]].directory)  # the folder is gone: a real ENOENT next
+    with pytest.raises(LogStorageError):
+        logs[in_b[0]].roll(0)
+    assert mgr.offline_dirs == {dirs[1]}
+    assert mgr.offline_partitions() == {("t", p) for p in in_b}
+    for p in in_b:  # the dir's others too, before any failure of their own
+        with pytest.raises(LogStorageError, match="offline"):
+            logs[p].append(records(1), leader_epoch=0, now_ms=0)
+    for p in in_a:
+        assert logs[p].append(records(1), leader_epoch=0, now_ms=0).first_offset == 2
+    assert mgr.create("t", 4, now_ms=0).directory.parent == dirs[0]  # not in the failed dir
+    mgr.close()
+    assert not (dirs[1] / CLEAN_SHUTDOWN_FILE).exists()  # its logs could not close cleanly

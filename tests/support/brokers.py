@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -134,6 +135,7 @@ class BrokerProcess:
     only ``env`` (added to the environment) gives some. ``storage_delay_ms`` starts it
     through ``bench/slow_disk_broker.py``: every storage operation waits that long first.
     ``cwd`` is its working directory (relative paths in its config are relative to it).
+    ``nofile`` lowers its open files limit (``ulimit -n``, the soft ``RLIMIT_NOFILE``).
     """
 
     def __init__(
@@ -146,9 +148,11 @@ class BrokerProcess:
         extra_args: list[str] | None = None,
         storage_delay_ms: float = 0.0,
         cwd: Path | None = None,
+        nofile: int | None = None,
     ):
         self.data_dir = data_dir
         self.cwd = cwd
+        self.nofile = nofile
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("TRIO_BROKER_")},
             **(env or {}),
@@ -169,6 +173,12 @@ class BrokerProcess:
         self.listeners: dict[str, str] = {}
         self.admin_url: str | None = None
 
+    def _limits(self) -> None:
+        """In the child before exec: its open files limit (soft) as asked."""
+        if self.nofile is not None:
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, hard))
+
     def start(self, timeout: float = 30) -> BrokerProcess:
         self.proc = subprocess.Popen(
             self.args,
@@ -177,6 +187,7 @@ class BrokerProcess:
             text=True,
             env=self.env,
             cwd=self.cwd,
+            preexec_fn=self._limits,
         )
         assert self.proc.stderr is not None
         # Read stderr until the one "started" line (the broker writes listeners.json first).
@@ -204,6 +215,7 @@ class BrokerProcess:
             env=self.env,
             cwd=self.cwd,
             timeout=timeout,
+            preexec_fn=self._limits,
         )
         return out.returncode, out.stderr.splitlines()
 

@@ -7,14 +7,17 @@ within the log), the last stable offset (the first offset of the oldest transact
 yet stable, else the high watermark) and what completing a transaction records (the
 aborted transaction index, ``index.transactions``), the checkpoint, fsync and ``flush.messages`` /
 ``flush.ms``, rolling, removing the oldest segments (retention, DeleteRecords), closing
-and deleting; and the rule for failures of the disk: they become ``LogStorageError``, and
-one that leaves the files unknown takes the log offline. Appends, reads, lookups and
+and deleting; and the rule for failures of the disk: they become ``LogStorageError``; one
+that leaves the files unknown, or that is not the exhaustion of a resource that may come
+back (``EXHAUSTION_ERRNOS``: a full disk is undone and retried; EIO, EROFS or a folder gone
+are not), takes the log offline. Appends, reads, lookups and
 truncation are ``partition_log``'s. It must not validate records nor know about topics,
 requests or trio.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import shutil
 import threading
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
+from .descriptors import FILES_PER_SEGMENT
 from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
 from .index.leader_epochs import LeaderEpochCache
@@ -37,6 +41,11 @@ from .retention import segments_to_delete
 from .segment import LogSegment, SegmentDamaged
 
 _ONGOING = 2**63 - 1  # the last offset an ongoing transaction is given in the view
+# Failures of a resource that may come back (space, quota, file size, descriptors, memory):
+# the operation is undone and the log stays online. Any other OSError takes it offline.
+EXHAUSTION_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EMFILE, errno.ENFILE, errno.ENOMEM}
+)
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +89,9 @@ class LogCore:
         # partition has other replicas; the high watermark is what ``set_high_watermark``
         # said (the leader's rule, or the leader's word on a follower).
         self.replicated = False
+        # How many truncations the log has had: a cleaner pass begun before one does not
+        # swap its copies in (``PartitionLog.replace_segments``).
+        self.truncations = 0
         cp = self._checkpointed
         hw = log_start_offset if cp is None else cp.high_watermark
         if hw is None:  # a version 0 checkpoint: what was flushed was committed
@@ -88,6 +100,13 @@ class LogCore:
         self._segments_changed()
         # Told how long each fsync took, in ms (the broker's LogFlushRateAndTimeMs).
         self.flush_listener: Callable[[float], None] | None = None
+        # Told (with this log) when a segment is sealed: the cleaner looks at a compacted
+        # log then. Called under the log's lock on the appending thread: it must not block
+        # nor raise.
+        self.roll_listener: Callable[[LogCore], None] | None = None
+        # Told (with this log) when it goes offline: its log dir goes with it. Called on
+        # the failing thread, maybe under the log's lock: it must not block nor raise.
+        self.offline_listener: Callable[[LogCore], None] | None = None
 
     # -- state -------------------------------------------------------------------------
 
@@ -216,6 +235,11 @@ class LogCore:
         return sum(view.size_of(i) for i in range(len(view.segments)))
 
     @property
+    def open_files(self) -> int:
+        """The descriptors this log holds open (its segments' files)."""
+        return FILES_PER_SEGMENT * len(self._view.segments)
+
+    @property
     def segment_base_offsets(self) -> tuple[int, ...]:
         return self._view.bases
 
@@ -261,9 +285,26 @@ class LogCore:
 
     def _storage_error(self, what: str, exc: OSError) -> LogStorageError:
         if isinstance(exc, SegmentDamaged):
-            self._offline = str(exc)
             logger.error("%s: %s failed and could not be undone: %s", self.directory, what, exc)
+            self.take_offline(str(exc))
+        elif exc.errno not in EXHAUSTION_ERRNOS:
+            # The disk or the folder failed (EIO, EROFS, a folder gone: ENOENT), not a
+            # resource that may come back: nothing written from now on could be trusted
+            # to be there (an unlinked file takes writes), so the log goes offline.
+            logger.error("%s: %s failed, the log goes offline: %s", self.directory, what, exc)
+            self.take_offline(str(exc))
         return LogStorageError(f"{self.directory.name}: {what} failed: {exc}")
+
+    def take_offline(self, reason: str) -> None:
+        """From now on every call raises ``LogStorageError`` (until the log is loaded
+        again). Takes no lock: a log's failure takes its log dir's others offline from
+        under their own. ``offline_listener`` is told the first time."""
+        if self._offline is not None:
+            return
+        self._offline = reason
+        listener = self.offline_listener
+        if listener is not None:
+            listener(self)
 
     # -- rolling -----------------------------------------------------------------------
 
@@ -283,6 +324,9 @@ class LogCore:
             self._producers.take_snapshot(new.base_offset)
         except OSError as exc:
             logger.warning("%s: producer state snapshot failed: %s", self.directory, exc)
+        listener = self.roll_listener
+        if listener is not None:
+            listener(self)
         return True
 
     def maybe_roll(self, now_ms: int) -> bool:

@@ -2,11 +2,16 @@
 
 Owns: the log directories (created at start), the ``<topic>-<partition>`` folder naming,
 loading every partition at start-up (recovering those of a directory without the
-``.kafka_cleanshutdown`` marker), creating a partition in the directory holding the fewest,
-deleting one (renamed to ``<topic>-<partition>.<id>-delete`` first, then removed), the
-periodic entry points the server's timers call (``flush_dirty``, ``apply_retention``,
-``checkpoint``) and closing (flush, checkpoints, clean-shutdown markers). It must not keep
-topic metadata (ids, configs): the server does, and passes configs in.
+``.kafka_cleanshutdown`` marker) once it has checked that the open files limit holds what
+they will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a
+partition in the online directory holding the fewest (a log that cannot be made leaves no
+folder behind), a log dir's failure (the first log in it that goes offline takes the others
+with it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), the
+descriptors the logs hold (``file_budget``), deleting one (renamed to
+``<topic>-<partition>.<id>-delete`` first, then removed), the periodic entry points the
+server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
+(flush, checkpoints, clean-shutdown markers). It must not keep topic metadata (ids,
+configs): the server does, and passes configs in.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from .config import LogConfig
+from .descriptors import FileBudget, check_start, open_files_limit, segments_on_disk
 from .errors import LogError, LogStorageError
 from .files import fsync_dir
+from .log_core import LogCore
 from .partition_log import PartitionLog
 from .partition_metadata import read_partition_metadata, write_partition_metadata
 
@@ -44,6 +51,23 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     if not sep or not topic or not number.isdigit() or "." in number:
         return None
     return topic, int(number)
+
+
+def _partition_folders(log_dir: Path) -> Iterator[Path]:
+    """The partition folders of a log directory (none if it does not exist yet)."""
+    try:
+        entries = list(os.scandir(log_dir))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise LogStorageError(f"{log_dir}: cannot read the log directory: {exc}") from exc
+    for entry in entries:
+        if (
+            entry.is_dir()
+            and not entry.name.endswith(DELETE_SUFFIX)
+            and parse_partition_dir(entry.name) is not None
+        ):
+            yield Path(entry.path)
 
 
 def _now_ms() -> int:
@@ -68,9 +92,17 @@ class LogManager:
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._doomed: list[Path] = []  # folders of logs that could not be made, to remove
+        # Log dirs a log of failed in (an I/O error, not a full disk): offline until restart.
+        self.offline_dirs: set[Path] = set()
+        self._offline_tps: set[TopicPartition] = set()
+        self._offline_lock = threading.Lock()
         self._closed = False
         now = _now_ms() if now_ms is None else now_ms
         configs = dict(topic_configs or {})
+        # Refused before any log is opened: a broker short of descriptors would otherwise
+        # fail part-way through loading, or soon after.
+        check_start(*segments_on_disk(f for d in self.log_dirs for f in _partition_folders(d)))
         try:
             for log_dir in self.log_dirs:
                 self._load_dir(log_dir, configs, now)
@@ -107,8 +139,7 @@ class LogManager:
                 raise LogStorageError(
                     f"partition {tp[0]}-{tp[1]} is in both {self._dir_of[tp]} and {log_dir}"
                 )
-            self._logs[tp] = log
-            self._dir_of[tp] = log_dir
+            self._adopt(tp, log, log_dir)
         # From now on a crash must be detected: the marker goes until the next close().
         try:
             if clean:
@@ -118,6 +149,14 @@ class LogManager:
             raise LogStorageError(f"{log_dir}: cannot remove the clean marker: {exc}") from exc
 
     # -- lookup ------------------------------------------------------------------------
+
+    def open_files(self) -> int:
+        """The descriptors the logs hold (``descriptors.FILES_PER_SEGMENT`` a segment)."""
+        return sum(log.open_files for _, log in self.logs())
+
+    def file_budget(self) -> FileBudget:
+        """The logs' descriptors against the open files limit, now."""
+        return FileBudget(open_files_limit(), self.open_files())
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
@@ -166,25 +205,84 @@ class LogManager:
                 if config is not None:
                     existing.reconfigure(config)
                 return existing
-            counts = {d: 0 for d in self.log_dirs}
+            online = [d for d in self.log_dirs if d not in self.offline_dirs]
+            if not online:
+                raise LogStorageError(f"{topic}-{partition}: every log dir is offline")
+            counts = {d: 0 for d in online}
             for d in self._dir_of.values():
-                counts[d] += 1
-            log_dir = min(self.log_dirs, key=lambda d: counts[d])
+                if d in counts:
+                    counts[d] += 1
+            log_dir = min(online, key=lambda d: counts[d])
             directory = log_dir / partition_dir_name(topic, partition)
             now = _now_ms() if now_ms is None else now_ms
+            made = not directory.exists()
             try:
-                directory.mkdir(parents=True, exist_ok=True)
-                if topic_id is not None:
-                    write_partition_metadata(directory, topic_id)
-                fsync_dir(log_dir)
-            except OSError as exc:
-                raise LogStorageError(f"{directory}: cannot create: {exc}") from exc
-            log = PartitionLog.open(
-                directory, config or self.default_config, recover=False, now_ms=now
-            )
-            self._logs[tp] = log
-            self._dir_of[tp] = log_dir
+                try:
+                    directory.mkdir(parents=True, exist_ok=True)
+                    if topic_id is not None:
+                        write_partition_metadata(directory, topic_id)
+                    fsync_dir(log_dir)
+                except OSError as exc:
+                    raise LogStorageError(f"{directory}: cannot create: {exc}") from exc
+                log = PartitionLog.open(
+                    directory, config or self.default_config, recover=False, now_ms=now
+                )
+            except BaseException:
+                if made:  # nothing of a log that could not be made stays behind
+                    self._remove_folder(directory)
+                raise
+            self._adopt(tp, log, log_dir)
             return log
+
+    def _adopt(self, tp: TopicPartition, log: PartitionLog, log_dir: Path) -> None:
+        self._logs[tp] = log
+        self._dir_of[tp] = log_dir
+        log.offline_listener = self._log_offline
+
+    def _log_offline(self, log: LogCore) -> None:
+        """A log went offline: its log dir does, as Kafka's LogDirFailureChannel takes a
+        dir offline on its first I/O error: every other log in it goes offline too (what
+        they would write next could be lost the same way), new partitions go to the other
+        dirs, and ``offline_partitions`` lists them all."""
+        log_dir = log.directory.parent
+        tp = parse_partition_dir(log.directory.name)
+        if tp is None or self._logs.get(tp) is not log:
+            return  # a log being deleted: its folder may be gone meanwhile, by design
+        with self._offline_lock:
+            self._offline_tps.add(tp)
+            if log_dir in self.offline_dirs or log_dir not in self.log_dirs:
+                return
+            self.offline_dirs.add(log_dir)
+        logger.error("%s: the log dir goes offline: its partitions are served no more", log_dir)
+        for other_tp, other in self.logs():
+            if self._dir_of.get(other_tp) == log_dir:
+                other.take_offline(f"log dir {log_dir} is offline")
+
+    def offline_partitions(self) -> frozenset[TopicPartition]:
+        """The partitions whose log is offline (held here: deleted ones are not)."""
+        with self._offline_lock:
+            if not self._offline_tps:
+                return frozenset()
+            return frozenset(tp for tp in self._offline_tps if tp in self._logs)
+
+    def _remove_folder(self, directory: Path) -> None:
+        """Remove a folder no log holds: renamed out of the way first (a rename needs no
+        descriptor), then removed, now or, when the process is short of descriptors, after
+        the next deletion frees some (or at the next start)."""
+        target = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+        try:
+            os.rename(directory, target)
+        except OSError as exc:
+            logger.warning("%s: rename before delete failed: %s", directory, exc)
+            target = directory
+        self._doomed.append(target)
+        self._remove_doomed()
+
+    def _remove_doomed(self) -> None:
+        for folder in list(self._doomed):
+            shutil.rmtree(folder, ignore_errors=True)
+            if not folder.exists():
+                self._doomed.remove(folder)
 
     def delete(self, topic: str, partition: int) -> bool:
         """Delete the partition's log and folder; False if there was none. Regions still
@@ -202,6 +300,8 @@ class LogManager:
         except OSError as exc:
             logger.warning("%s: rename before delete failed: %s", log.directory, exc)
         log.delete()
+        with self._lock:
+            self._remove_doomed()
         return True
 
     # -- periodic work -----------------------------------------------------------------

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from trio_broker.protocol.primitives import FileRegion
@@ -41,7 +41,13 @@ from .log_core import LogCore
 from .log_view import LogView, SegmentGone, max_timestamp_in, offset_for_timestamp, read_batches
 from .results import AppendInfo, ReadInfo
 from .segment import LogSegment, SegmentDamaged, batches_from, headers_from
-from .swap import commit_cleaned, discard_cleaned, install_swap
+from .swap import (
+    commit_cleaned,
+    discard_cleaned,
+    install_swap,
+    remove_replaced,
+    write_cleaned_txn_index,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -75,17 +81,21 @@ class PartitionLog(LogCore):
             loaded.stats,
             now_ms,
         )
-        log.checkpoint()
         try:
+            log.checkpoint()
             log._load_producer_state(now_ms)
             end = log._segments[-1].next_offset
             headers = headers_from(log._segments, log._log_start)  # read if the file is lost
             log._epochs = LeaderEpochCache.load(directory, headers, log._log_start, end)
             log._publish()
-        except OSError as exc:
-            raise LogStorageError(
-                f"{directory}: cannot load producer state or leader epochs: {exc}"
-            ) from exc
+        except BaseException as exc:
+            for segment in log._segments:  # a log that failed to open holds no descriptor
+                segment.close()
+            if isinstance(exc, OSError) and not isinstance(exc, LogStorageError):
+                raise LogStorageError(
+                    f"{directory}: cannot load producer state or leader epochs: {exc}"
+                ) from exc
+            raise
         return log
 
     def _load_producer_state(self, now_ms: int) -> None:
@@ -390,29 +400,52 @@ class PartitionLog(LogCore):
         with self._lock:
             return {pid: e.last_offset for pid, e in self._producers.producers.items()}
 
-    def replace_segment(self, old: LogSegment, now_ms: int) -> bool:
-        """Swap the cleaned copy of the sealed segment ``old`` (its ``.cleaned`` files,
-        written and fsynced) into place. False, and the copy discarded, if ``old`` is no
-        longer a sealed segment of this log (retention deleted it meanwhile)."""
+    def replace_segments(
+        self, old: Sequence[LogSegment], now_ms: int, *, truncations: int | None = None
+    ) -> bool:
+        """Swap the cleaned copy of the consecutive sealed segments ``old`` (the ``.cleaned``
+        files at the first one's base offset, written and fsynced) into their place: one
+        segment from the first one's base offset to the next segment's, holding the
+        group's aborted transaction index entries (``swap`` is the protocol). False, and
+        the copy discarded, if they are no longer consecutive sealed segments of this log
+        (retention or deletion meanwhile) or, given the ``truncations`` count the cleaner
+        began with, if the log was truncated since (a cut segment rolled again is the same
+        object with other records)."""
+        base = old[0].base_offset
         with self._lock:
             try:
-                if self._closed or self._offline or old not in self._segments[:-1]:
-                    discard_cleaned(self.directory, old.base_offset)
+                i = self._group_index(old)
+                if i is None or (truncations is not None and truncations != self.truncations):
+                    discard_cleaned(self.directory, base)
                     return False
-                commit_cleaned(self.directory, old.base_offset)
-                install_swap(self.directory, old.base_offset)
-                i = self._segments.index(old)
-                new, sane = LogSegment.open_existing(
-                    self.directory, old.base_offset, self._config, now_ms
-                )
-                if not (sane and new.load_sealed(self._segments[i + 1].base_offset)):
+                bases = [s.base_offset for s in old]
+                end = self._segments[i + len(old)].base_offset
+                write_cleaned_txn_index(self.directory, base, self._txn.of_segments(bases))
+                commit_cleaned(self.directory, base)
+                remove_replaced(self.directory, bases[1:])
+                install_swap(self.directory, base)
+                new, sane = LogSegment.open_existing(self.directory, base, self._config, now_ms)
+                if not (sane and new.load_sealed(end)):
                     new.rebuild(verify_crc=False, min_offset=new.base_offset)
+                    new.next_offset = max(new.next_offset, end)
             except OSError as exc:
                 raise self._storage_error("segment swap", SegmentDamaged(str(exc))) from exc
-            self._segments[i] = new
+            self._segments[i : i + len(old)] = [new]
+            self._txn.merged(bases, base)
             self._segments_changed()
-            old.close()  # its files were replaced; readers' handles keep the old data
+            for segment in old:  # their files are gone; readers' handles keep the old data
+                segment.close()
             return True
+
+    def _group_index(self, group: Sequence[LogSegment]) -> int | None:
+        """Where ``group`` starts among the sealed segments, if it is still there whole."""
+        sealed = self._segments[:-1]
+        if not group or group[0] not in sealed:
+            return None
+        i = sealed.index(group[0])
+        if sealed[i : i + len(group)] != list(group):
+            return None
+        return i
 
     # -- truncation: a replica cutting what diverged from its leader --------------------
 
@@ -453,6 +486,7 @@ class PartitionLog(LogCore):
             self._recovery_point = min(self._recovery_point, new_end)
             self._high_watermark = min(self._high_watermark, new_end)
             self._checkpoint_locked()
+            self.truncations += 1
             try:
                 for gone in reversed(self._segments):
                     if gone is segment:
@@ -491,6 +525,7 @@ class PartitionLog(LogCore):
         if offset < 0:
             raise OffsetOutOfRange(offset, self._log_start, self._log_end)
         start = offset if log_start is None else log_start
+        self.truncations += 1
         try:
             self._epochs.clear()
             self._producers.clear()

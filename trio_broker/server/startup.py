@@ -5,7 +5,8 @@ Owns: ``StartupError`` and ``startup_error``, which finds, in whatever start-up 
 a bad key or value or an unloadable TLS file (``ConfigError``), a port in use
 (``ListenerBindError``; the admin adapter raises a ``StartupError`` for its own), a
 log directory that another broker holds or that cannot be used (``LogDirLockedError``,
-``LogDirUnusableError``). The command prints its one line and exits 2; anything else is a
+``LogDirUnusableError``), an open files limit too low for the logs on disk
+(``DescriptorLimitError``). The command prints its one line and exits 2; anything else is a
 bug and keeps its traceback.
 """
 
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..log.descriptors import DescriptorLimitError
 from ..log.dir_lock import LogDirLockedError, LogDirUnusableError
 from ..network.socket_server import ListenerBindError
 from .config import ConfigError
 
 __all__ = ["StartupError", "startup_error"]
 
-_ONE_LINE = (ListenerBindError, LogDirLockedError, LogDirUnusableError)
+_ONE_LINE = (ListenerBindError, LogDirLockedError, LogDirUnusableError, DescriptorLimitError)
 
 
 class StartupError(Exception):

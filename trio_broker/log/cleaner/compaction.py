@@ -6,7 +6,9 @@ Owns: ``dirty_state`` (where the dirty section starts, from the log's
 the sealed segments below the active one, cut at the first segment whose largest
 timestamp is newer than ``min.compaction.lag.ms``. A pass maps each key of the dirty
 section to its latest offset (``OffsetMap``, stopping where the map is full), then
-rewrites every sealed segment from the log start up to the mapped end, one to one:
+rewrites every sealed segment from the log start up to the mapped end, consecutive
+segments into one where their cleaned total fits (``groups``: Kafka's
+``groupSegmentsBySize``, so no empty segment stays behind):
 
 - a record is kept if it has a key and is the latest for it (or its key was not mapped);
   records without a key are dropped, as Kafka's cleaner drops them;
@@ -22,36 +24,33 @@ rewrites every sealed segment from the log start up to the mapped end, one to on
   transactions (the transaction index says which) are never mapped and are removed;
   transaction markers are kept as they are, so the transaction indexes stay true.
 
-Each cleaned segment is written as ``.cleaned`` files, fsynced, and swapped in by
-``PartitionLog.replace_segment`` (``swap`` is the crash-safe protocol). The checkpoint
-moves to the mapped end once every segment is swapped; a crash before that repeats the
-pass, which is idempotent. Blocking I/O and CPU: a cleaner thread's work, never the event
-loop's. One pass per log at a time (the caller's duty). Must not know topics or trio.
+Each cleaned segment is written as ``.cleaned`` files, fsynced, and swapped in for its
+group by ``PartitionLog.replace_segments`` (``swap`` is the crash-safe protocol). The
+checkpoint moves to the mapped end once every group is swapped; a crash before that repeats
+the pass, which is idempotent. Blocking I/O and CPU: a cleaner thread's work, never the
+event loop's. One pass per log at a time (the caller's duty). Must not know topics or trio.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trio_broker.records.header import BatchHeader
 from trio_broker.records.reader import DecodedRecord, iter_records
 from trio_broker.records.retain import delete_horizon, empty_batch, retained_batch
-from trio_broker.records.stamping import StampedRecords
 
 from ..checkpoint import CLEANER_CHECKPOINT_FILE, read_first_dirty, write_first_dirty
 from ..log_view import SegmentGone, reference
 from ..partition_log import PartitionLog
-from ..scan import BatchScanner, pread_exact
 from ..segment import LogSegment
 from ..swap import CLEANED_SUFFIX, discard_cleaned
+from .groups import WRITE_CHUNK, CleanedGroup, append_batches, segment_batches
 from .offset_map import OffsetMap
 
 CHECKPOINT_FILE = CLEANER_CHECKPOINT_FILE
-_WRITE_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +76,8 @@ class DirtyState:
 class CleanResult:
     first_dirty: int
     end_offset: int
-    segments: int
+    segments: int  # the segments cleaned
+    cleaned_segments: int  # what they became (Kafka's groups)
     bytes_read: int
     bytes_written: int
     records_removed: int
@@ -136,19 +136,6 @@ def in_aborted(aborted: dict[int, list[tuple[int, int]]], header: BatchHeader) -
     return any(f <= header.base_offset <= last for f, last in aborted.get(header.producer_id, ()))
 
 
-def _batches(seg: LogSegment, fd: int) -> Iterator[tuple[BatchHeader, bytes]]:
-    scanner = BatchScanner(
-        fd,
-        start=0,
-        end=seg.size,
-        segment_base_offset=seg.base_offset,
-        min_offset=seg.base_offset,
-        verify_crc=False,
-    )
-    for position, header in scanner:
-        yield header, pread_exact(fd, header.size, position)
-
-
 def _build_map(log: PartitionLog, state: DirtyState, slots: int) -> tuple[OffsetMap, int, int]:
     """The offset map of the dirty section, the offset it reaches, and bytes read."""
     omap = OffsetMap(slots)
@@ -162,7 +149,7 @@ def _build_map(log: PartitionLog, state: DirtyState, slots: int) -> tuple[Offset
         if seg.base_offset >= state.first_uncleanable:
             break
         with reference(seg) as handle:
-            for header, data in _batches(seg, handle.fileno()):
+            for header, data in segment_batches(seg, handle.fileno()):
                 read += header.size
                 if header.last_offset < state.first_dirty:
                     continue
@@ -218,55 +205,54 @@ class _SegmentCleaner:
             return data
         return retained_batch(header, kept, horizon_ms=new_horizon)
 
-    def write(self, seg: LogSegment) -> tuple[int, int]:
-        """Write the cleaned copy of ``seg``; returns (bytes read, bytes written)."""
-        directory = self.log.directory
+    def write(self, seg: LogSegment) -> tuple[LogSegment, int]:
+        """Write the cleaned copy of ``seg`` (``.cleaned`` files at its base offset, not
+        fsynced: ``CleanedGroup.finish`` does); returns it, open, and the bytes read."""
         out = LogSegment.create(
-            directory, seg.base_offset, self.log.config, self.now_ms, CLEANED_SUFFIX
+            self.log.directory, seg.base_offset, self.log.config, self.now_ms, CLEANED_SUFFIX
         )
-        read = written = 0
+        read = 0
         try:
             parts: list[bytes] = []
             headers: list[BatchHeader] = []
+            pending = 0
             with reference(seg) as handle:
-                for header, data in _batches(seg, handle.fileno()):
+                for header, data in segment_batches(seg, handle.fileno()):
                     read += header.size
                     kept = self.filter(header, data)
                     if kept is None:
                         continue
                     parts.append(kept)
                     headers.append(BatchHeader.parse(kept))
-                    if sum(len(p) for p in parts) >= _WRITE_CHUNK:
-                        written += _append(out, parts, headers)
-                        parts, headers = [], []
-            written += _append(out, parts, headers)
-            out.seal()
-            out.flush()
-        finally:
+                    pending += len(kept)
+                    if pending >= WRITE_CHUNK:
+                        append_batches(out, parts, headers)
+                        parts, headers, pending = [], [], 0
+            append_batches(out, parts, headers)
+        except BaseException:
             out.close()
-        mtime_ns = seg.last_modified_ms * 1_000_000
-        os.utime(
-            LogSegment.paths(directory, seg.base_offset, CLEANED_SUFFIX)[0], ns=(mtime_ns, mtime_ns)
-        )
-        return read, written
+            discard_cleaned(self.log.directory, seg.base_offset)
+            raise
+        return out, read
 
 
-def _append(out: LogSegment, parts: list[bytes], headers: list[BatchHeader]) -> int:
-    if not parts:
-        return 0
-    size = sum(len(p) for p in parts)
-    best = max(headers, key=lambda h: h.max_timestamp)
-    stamped = StampedRecords(
-        parts=list(parts),
-        headers=headers,
-        size=size,
-        first_offset=headers[0].base_offset,
-        last_offset=headers[-1].last_offset,
-        max_timestamp=best.max_timestamp,
-        offset_of_max_timestamp=best.base_offset,
-    )
-    out.commit(out.write(stamped))
-    return size
+class _Swapped:
+    """Swaps a pass's finished groups in, counting what it did."""
+
+    def __init__(self, log: PartitionLog, now_ms: int, truncations: int) -> None:
+        self.log, self.now_ms, self.truncations = log, now_ms, truncations
+        self.segments = self.groups = self.written = 0
+
+    def swap(self, group: CleanedGroup) -> None:
+        try:
+            size = group.finish()
+        except BaseException:
+            group.discard()
+            raise
+        if self.log.replace_segments(group.segments, self.now_ms, truncations=self.truncations):
+            self.segments += len(group.segments)
+            self.groups += 1
+            self.written += size
 
 
 def clean(
@@ -294,33 +280,41 @@ def clean(
         return None
     producers = log.last_producer_offsets()
     cleaner = _SegmentCleaner(log, omap, producers, now_ms)
+    tally = _Swapped(log, now_ms, log.truncations)
     view = log.view
-    segments = written = 0
-    for seg in view.segments[:-1]:
-        if seg.base_offset >= end:
-            break
-        if should_stop():
-            return None
-        try:
-            seg_read, seg_written = cleaner.write(seg)
-        except SegmentGone:
-            discard_cleaned(log.directory, seg.base_offset)
-            return None
-        except BaseException:
-            discard_cleaned(log.directory, seg.base_offset)
-            raise
-        read += seg_read
-        if not log.replace_segment(seg, now_ms):
-            continue
-        segments += 1
-        written += seg_written
+    group: CleanedGroup | None = None
+    try:
+        for i, seg in enumerate(view.segments[:-1]):
+            if seg.base_offset >= end:
+                break
+            if should_stop():
+                return None
+            try:
+                copy, seg_read = cleaner.write(seg)
+            except SegmentGone:
+                return None
+            read += seg_read
+            next_base = view.bases[i + 1]
+            if group is not None and group.admits(copy, next_base, log.config):
+                group.absorb(seg, copy, next_base)
+                continue
+            group, previous = CleanedGroup(seg, copy, next_base), group
+            if previous is not None:
+                tally.swap(previous)
+        last, group = group, None
+        if last is not None:
+            tally.swap(last)
+    finally:
+        if group is not None:
+            group.discard()
     write_first_dirty(log.directory, end)
     return CleanResult(
         first_dirty=state.first_dirty,
         end_offset=end,
-        segments=segments,
+        segments=tally.segments,
+        cleaned_segments=tally.groups,
         bytes_read=read,
-        bytes_written=written,
+        bytes_written=tally.written,
         records_removed=cleaner.removed,
         duration_ms=(time.perf_counter() - began) * 1000,
         horizon_ms=cleaner.horizon,

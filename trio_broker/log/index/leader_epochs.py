@@ -77,17 +77,28 @@ class LeaderEpochCache:
         """A batch of ``epoch`` is about to be appended at ``start_offset``: a new epoch is
         recorded (durably, before the batch). Raises ``OSError`` if the file cannot be
         written."""
+        before = self._entries
         if self._add(epoch, start_offset):
-            self._write()
+            self._write_or_undo(before)
 
     def assign_all(self, entries: Iterable[Entry]) -> None:
         """``assign`` for several (epoch, start offset) in order (a follower's batches),
         the file written once."""
+        before = self._entries
         added = False
         for epoch, start_offset in entries:
             added = self._add(epoch, start_offset) or added
         if added:
+            self._write_or_undo(before)
+
+    def _write_or_undo(self, before: tuple[Entry, ...]) -> None:
+        """Write the file; if it cannot be, forget what was added (a retried append must
+        try again to record it durably, not find it recorded in memory only)."""
+        try:
             self._write()
+        except BaseException:
+            self._entries = before
+            raise
 
     def truncate_from_end(self, end_offset: int) -> None:
         """The log was cut to end at ``end_offset``: drop the epochs starting at or after

@@ -132,6 +132,22 @@ class TxnIndexes:
                 del self._by_segment[base]
         self._changed()
 
+    def of_segments(self, bases: Iterable[int]) -> list[AbortedTxn]:
+        """The entries of the segments ``bases``, by marker offset."""
+        found = (e for base in bases for e in self._by_segment.get(base, ()))
+        return sorted(found, key=lambda e: e.last_offset)
+
+    def merged(self, bases: Iterable[int], into: int) -> None:
+        """The segments ``bases`` became one at ``into`` (the cleaner's swap wrote its
+        file): their entries are that segment's from now on."""
+        bases = list(bases)
+        entries = self.of_segments(bases)
+        for base in bases:
+            self._by_segment.pop(base, None)
+        if entries:
+            self._by_segment[into] = entries
+        self._changed()
+
     def forget_below(self, first_base: int) -> None:
         """The segments below ``first_base`` were deleted (their files with them)."""
         for base in [b for b in self._by_segment if b < first_base]:

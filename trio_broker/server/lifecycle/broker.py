@@ -303,7 +303,9 @@ class Broker:
         self.topic_by_id = topics.topic_by_id
         self.topics = topics.topics
         # One creation path; its store is this broker's own, or ZooKeeper's in a cluster.
-        self.topic_creation = creation = TopicCreation(topics, lambda: self.config)
+        self.topic_creation = creation = TopicCreation(
+            topics, lambda: self.config, topics.file_budget
+        )
         self.create_topic = creation.create_topic
         self.create_partitions = creation.create_partitions
         self.delete_topic = creation.delete_topic

@@ -1,14 +1,15 @@
 """What the controller tells this broker: LeaderAndIsr, StopReplica and UpdateMetadata.
 
-Owns: ``ControlPlane``, the broker's service for the control-plane APIs (the controller
-is ``tools/controller.py``, or any ZooKeeper-era Kafka controller): a stale controller
-epoch is refused; leadership and the metadata cache change in ``ClusterState`` (saved on
-a worker thread); a partition this broker is told to hold gets its topic entry and log
-(``TopicAdmin.ensure_partition``); parked fetches of a partition it no longer leads are
-answered at once, and so are Metadata requests parked for the first UpdateMetadata. A
-partition with followers gets its role in replication: as leader, its leader epoch begins
-at the log's end and ``Replication`` tracks the followers; as follower,
-``ReplicaFetchers`` fetches it from its leader.
+Owns: ``ControlPlane``, the broker's service for the control-plane APIs (the controller is
+``tools/controller.py``, or any ZooKeeper-era Kafka controller): a stale controller epoch is
+refused; leadership and the metadata cache change in ``ClusterState`` (saved on a worker
+thread); a partition this broker is told to hold gets its topic entry and log
+(``TopicAdmin.ensure_partition``; one it cannot make a log for is answered with that error,
+KAFKA_STORAGE_ERROR, and the others go on); parked fetches of a partition it no longer leads
+are answered at once, and so are Metadata requests parked for the first UpdateMetadata. A
+partition with followers gets its role in replication: as leader, its leader epoch begins at
+the log's end and ``Replication`` tracks the followers; as follower, ``ReplicaFetchers``
+fetches it from its leader.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Protocol
 import trio
 
 from ...apis.metadata import DESCRIBED
-from ...apis.services import ClusterMetadata, PartitionAssignment, TopicInfo
+from ...apis.services import ClusterMetadata, PartitionAssignment, TopicError, TopicInfo
 from ...protocol.errors import ErrorCode
 from ..common import Purgatory
 from .cluster_state import ClusterState
@@ -96,7 +97,11 @@ class ControlPlane:
         for a in assignments:
             error = self.cluster.assign(a)
             if error == ErrorCode.NONE:
-                await self.topics.ensure_partition(a.topic, a.topic_id, a.partition)
+                try:
+                    await self.topics.ensure_partition(a.topic, a.topic_id, a.partition)
+                except TopicError as exc:  # no log here (the disk or the descriptors failed)
+                    errors.append(exc.error_code)
+                    continue
                 if a.leader != self.broker_id:
                     self.fetch_purgatory.complete_all((a.topic, a.partition))
                 await self._take_role(a)

@@ -10,13 +10,16 @@ free. A log is due when its dirty ratio reaches its ``min.cleanable.dirty.ratio`
 its dirty part is older than ``max.compaction.lag.ms``, or when a tombstone it keeps
 passed its delete horizon (Kafka's ``latestDeleteHorizon``, in memory as there). With
 nothing due it sleeps ``log.cleaner.backoff.ms`` or until ``wake`` (a pass ended, a
-config changed). A log is cleaned by one pass at a time. The figures (per partition:
+config changed, or a compacted log sealed a segment: Kafka waits out the backoff there,
+which lets a topic of small segments under steady updates pile up a backoff's worth of
+them). A log is cleaned by one pass at a time. The figures (per partition:
 dirty ratio, bytes, passes, last run; and totals) feed the metrics snapshot and the admin
 API. It must not decide what a pass keeps: ``log.cleaner.compaction`` does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -29,6 +32,7 @@ import trio
 from ...log.cleaner.compaction import CleanResult, DirtyState, clean, dirty_state
 from ...log.cleaner.offset_map import slots_for
 from ...log.errors import LogError
+from ...log.log_core import LogCore
 from ...log.partition_log import PartitionLog
 from ..common import IoPool
 from ..config import BrokerConfig
@@ -89,6 +93,7 @@ class LogCleaner:
         self.partitions: dict[TopicPartition, PartitionCleaning] = {}
         self._busy: set[TopicPartition] = set()
         self._wake = trio.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
         self._stopping = threading.Event()
         # Logs a pass failed on (a bug or corrupt data): left alone until restart, as
         # Kafka marks them uncleanable.
@@ -105,12 +110,22 @@ class LogCleaner:
         """Look for due logs now (a config changed, a pass ended)."""
         self._wake.set()
 
+    def rolled(self, plog: LogCore) -> None:
+        """A log sealed a segment (called on its appending thread, never blocks): if it is
+        compacted, look now rather than after ``log.cleaner.backoff.ms``, so that a topic
+        of small segments under steady updates does not pile them up between looks."""
+        token = self._token
+        if token is not None and plog.config.compact:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(self.wake)
+
     def resize(self, threads: int) -> None:
         self.pool.resize(threads)
         self.wake()
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Clean due logs until cancelled; a pass under way finishes first."""
+        self._token = trio.lowlevel.current_trio_token()
         task_status.started()
         try:
             async with trio.open_nursery() as nursery:
@@ -130,6 +145,7 @@ class LogCleaner:
                 finally:
                     self._stopping.set()  # passes under way stop at their next segment
         finally:
+            self._token = None
             self.pool.close()
 
     # -- choosing

@@ -146,6 +146,7 @@ class ReplicaManager:
 
     def _observe(self, plog: PartitionLog) -> None:
         """Report the log's fsync times to the metrics, from whatever thread flushes it."""
+        plog.roll_listener = self.cleaner.rolled  # a compacted log's roll wakes the cleaner
         metrics, token = self.metrics, self.trio_token
         if metrics is None or token is None:
             return

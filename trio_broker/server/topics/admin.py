@@ -4,7 +4,9 @@ Owns: ``TopicAdmin``, the broker's topic service: the ``TopicStore`` that the on
 path (``creation.TopicCreation``) writes new topics and new partitions to on a broker on
 its own, DeleteTopics, topic config changes, and the partitions LeaderAndIsr makes this
 broker hold. One lock orders every change; the catalog (``topics.json``) and the partition
-logs change together on a worker thread, and what a deleted topic leaves elsewhere (parked
+logs change together on a worker thread, all or nothing: the logs first, then the catalog
+(what Metadata lists), and a failure part-way removes the logs it made (KAFKA_STORAGE_ERROR
+when the disk or the descriptors failed). What a deleted topic leaves elsewhere (parked
 fetches, metrics, cluster state, committed offsets) is forgotten by the ``on_deleted``
 callbacks the broker registers. Topic lookups answer with leaders as the control plane set
 them, and include topics this broker holds no partition of, as the controller described
@@ -22,6 +24,8 @@ import trio
 
 from ...apis.services import TopicError, TopicInfo
 from ...apis.topic_names import INTERNAL_TOPICS
+from ...log.descriptors import FileBudget, open_files_limit
+from ...log.errors import LogError
 from ...protocol.errors import ErrorCode
 from ...protocol.schema import ZERO_UUID
 from ..config import BrokerConfig, plan_topic_change
@@ -102,12 +106,27 @@ class TopicAdmin:
     def _cluster_view(self, info: TopicInfo) -> TopicInfo:
         """A local topic with leaders as the control plane set them."""
         if not self.cluster.leadership and not self.cluster.cache.from_controller:
-            return info
+            return self._offline_marked(info)
         # The controller's partitions when it described the topic (this broker may hold
         # only some of them), else the local ones.
         known = self.cluster.cache.partitions_of(info.name)
         indexes = sorted(known) if known else [p.index for p in info.partitions]
         parts = tuple(self.cluster.partition_info(info.name, i) for i in indexes)
+        return replace(info, partitions=parts)
+
+    def _offline_marked(self, info: TopicInfo) -> TopicInfo:
+        """On a broker on its own, a partition whose log dir failed has no leader and its
+        replica is offline (Kafka's answer: LEADER_NOT_AVAILABLE, offline_replicas)."""
+        logs = self.replica_manager.logs
+        offline = logs.offline_partitions() if logs is not None else frozenset()
+        if not offline or not any((info.name, p.index) in offline for p in info.partitions):
+            return info
+        parts = tuple(
+            replace(p, leader=-1, isr=(), offline=p.replicas)
+            if (info.name, p.index) in offline
+            else p
+            for p in info.partitions
+        )
         return replace(info, partitions=parts)
 
     def _cached_topic(self, name: str) -> TopicInfo | None:
@@ -130,24 +149,47 @@ class TopicAdmin:
     async def exists(self, name: str) -> bool:
         return self.catalog.get(name) is not None
 
+    def file_budget(self) -> FileBudget:
+        """This broker's partition logs' file descriptors against its open files limit."""
+        logs = self.replica_manager.logs
+        return logs.file_budget() if logs is not None else FileBudget(open_files_limit(), 0)
+
     async def write(
         self, name: str, placement: dict[int, list[int]], configs: Mapping[str, str]
     ) -> TopicInfo:
         async with self._lock:
             if self.catalog.get(name) is not None:
                 raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-            info = await trio.to_thread.run_sync(
-                self._create_topic_blocking, name, len(placement), configs
-            )
+            info = self.catalog.new_topic(name, len(placement), configs)
+            await self._all_or_nothing(info, range(len(placement)), self.catalog.add)
         log.info("created topic %s with %d partitions", name, len(placement))
         return info
 
-    def _create_topic_blocking(
-        self, name: str, num_partitions: int, configs: Mapping[str, str]
-    ) -> TopicInfo:
-        info = self.catalog.create(name, num_partitions, configs)
-        self.replica_manager.create_logs(info)
-        return info
+    async def _all_or_nothing(
+        self, info: TopicInfo, new: Sequence[int], store: Callable[[TopicInfo], object]
+    ) -> None:
+        """Create the logs of ``info``'s partitions ``new``, then ``store`` it in the
+        catalog (Metadata lists it from then on: never a partition without its log). A
+        failure part-way removes the logs it made (their descriptors and folders) and
+        stores nothing; a failure of the disk is KAFKA_STORAGE_ERROR."""
+        replicas = self.replica_manager
+
+        def make() -> None:
+            try:
+                replicas.create_logs(info)
+                store(info)
+            except BaseException:
+                for index in new:
+                    replicas.delete_partition_log(info.name, index)
+                raise
+
+        try:
+            await trio.to_thread.run_sync(make)
+        except (LogError, OSError) as exc:
+            log.error("topic %s: cannot create its partitions %s: %s", info.name, new, exc)
+            raise TopicError(
+                ErrorCode.KAFKA_STORAGE_ERROR, f"topic {info.name!r} not created: {exc}"
+            ) from exc
 
     async def delete(self, name: str) -> None:
         async with self._lock:
@@ -185,7 +227,10 @@ class TopicAdmin:
             if validate_only:
                 return
             count = len(info.partitions) + len(added)
-            await trio.to_thread.run_sync(self._grow_topic_blocking, info, count)
+            grown = self.catalog.with_partitions(info, count)
+            await self._all_or_nothing(
+                grown, range(len(info.partitions), count), self.catalog.replace
+            )
         log.info("topic %s now has %d partitions", name, count)
 
     async def set_configs(
@@ -211,11 +256,6 @@ class TopicAdmin:
         self.replica_manager.reconfigure(info)  # may wait behind a partition's fsync
         self.catalog.replace(info)
 
-    def _grow_topic_blocking(self, info: TopicInfo, count: int) -> None:
-        grown = self.catalog.with_partitions(info, count)
-        self.catalog.replace(grown)
-        self.replica_manager.create_logs(grown)
-
     async def ensure_partition(self, topic: str, topic_id: uuid.UUID | None, index: int) -> None:
         """Make sure this broker has ``topic`` with partition ``index`` and its log; a new
         topic gets its config from ``remote_configs`` (ZooKeeper's, in a cluster)."""
@@ -223,23 +263,41 @@ class TopicAdmin:
             info = self.catalog.get(topic)
             configs = await self.remote_configs(topic) if info is None else {}
 
-            def make() -> None:
-                if info is None:
-                    new = self.catalog.create(
-                        topic,
-                        index + 1,
-                        configs,
-                        topic_id=topic_id if topic_id != ZERO_UUID else None,
-                        internal=topic in INTERNAL_TOPICS,
-                    )
-                elif index >= len(info.partitions):
-                    new = self.catalog.with_partitions(info, index + 1)
-                    self.catalog.replace(new)
-                else:
-                    new = info
-                self.replica_manager.create_logs(new, only=index)  # the one it holds
+            replicas = self.replica_manager
+            if info is None:
+                new = self.catalog.new_topic(
+                    topic,
+                    index + 1,
+                    configs,
+                    topic_id=topic_id if topic_id != ZERO_UUID else None,
+                    internal=topic in INTERNAL_TOPICS,
+                )
+            elif index >= len(info.partitions):
+                new = self.catalog.with_partitions(info, index + 1)
+            else:
+                new = info
+            held = replicas.partition(topic, index) is not None
 
-            await trio.to_thread.run_sync(make)
+            def make() -> None:
+                # The one log it holds, then the catalog; a failure undoes both.
+                try:
+                    replicas.create_logs(new, only=index)
+                    if info is None:
+                        self.catalog.add(new)
+                    elif new is not info:
+                        self.catalog.replace(new)
+                except BaseException:
+                    if not held:
+                        replicas.delete_partition_log(topic, index)
+                    raise
+
+            try:
+                await trio.to_thread.run_sync(make)
+            except (LogError, OSError) as exc:
+                log.error("%s-%d: cannot create its log: %s", topic, index, exc)
+                raise TopicError(
+                    ErrorCode.KAFKA_STORAGE_ERROR, f"{topic}-{index}: no log: {exc}"
+                ) from exc
 
 
 async def side_by_side(jobs: Sequence[Callable[[], Awaitable[None]]]) -> None:

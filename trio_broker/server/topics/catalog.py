@@ -3,7 +3,8 @@
 Owns: ``TopicCatalog``, persisted as ``topics.json`` in the first log dir (written to a
 temporary file, fsynced and renamed, so a crash leaves the old or the new catalog, never
 half of one). Kafka keeps this in its metadata log; a single broker needs one small file.
-Blocking file I/O: the broker calls the mutating methods from a worker thread.
+Blocking file I/O: the broker calls the mutating methods from a worker thread. A change
+the file could not take is undone in memory too (what is listed is what is stored).
 """
 
 from __future__ import annotations
@@ -72,6 +73,33 @@ class TopicCatalog:
     def all(self) -> list[TopicInfo]:
         return sorted(self._topics.values(), key=lambda t: t.name)
 
+    def new_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str],
+        *,
+        internal: bool = False,
+        topic_id: uuid.UUID | None = None,
+    ) -> TopicInfo:
+        """A new topic's entry, with a new id unless given (not stored: see ``add``)."""
+        return self._info(name, topic_id or uuid.uuid4(), partitions, configs, internal)
+
+    def add(self, info: TopicInfo) -> TopicInfo:
+        """Store a new topic (an existing one of that name stays, and is returned)."""
+        with self._lock:
+            existing = self._topics.get(info.name)
+            if existing is not None:
+                return existing
+            self._put(info)
+            try:
+                self._save()
+            except BaseException:
+                self._topics.pop(info.name, None)
+                self._by_id.pop(info.topic_id, None)
+                raise
+            return info
+
     def create(
         self,
         name: str,
@@ -81,14 +109,8 @@ class TopicCatalog:
         internal: bool = False,
         topic_id: uuid.UUID | None = None,
     ) -> TopicInfo:
-        with self._lock:
-            existing = self._topics.get(name)
-            if existing is not None:
-                return existing
-            info = self._info(name, topic_id or uuid.uuid4(), partitions, configs, internal)
-            self._put(info)
-            self._save()
-            return info
+        info = self.new_topic(name, partitions, configs, internal=internal, topic_id=topic_id)
+        return self.add(info)
 
     def with_partitions(self, info: TopicInfo, count: int) -> TopicInfo:
         """``info`` grown to ``count`` partitions (not stored: see ``replace``)."""
@@ -96,8 +118,14 @@ class TopicCatalog:
 
     def replace(self, info: TopicInfo) -> None:
         with self._lock:
+            previous = self._topics.get(info.name)
             self._put(info)
-            self._save()
+            try:
+                self._save()
+            except BaseException:
+                if previous is not None:
+                    self._put(previous)
+                raise
 
     def delete(self, name: str) -> TopicInfo | None:
         with self._lock:

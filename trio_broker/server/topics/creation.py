@@ -11,10 +11,16 @@ the first FindCoordinator) and the admin API's (``POST /v1/topics``), and whose
    partition count (INVALID_PARTITIONS) and the configs (the topic config table,
    INVALID_CONFIG with its message);
 2. the topic is not there already (TOPIC_ALREADY_EXISTS);
-3. the replicas are placed on the brokers (``placement.place_replicas``: a factor above
-   them is INVALID_REPLICATION_FACTOR), or the request's assignment is checked (registered
+3. the partition logs this broker would open must fit its open files limit, with the
+   headroom ``log.descriptors`` keeps (POLICY_VIOLATION naming the limit and the counts;
+   in a cluster its share of an even placement, or of the request's assignment), before
+   anything is placed: this also bounds an absurd partition count; then the replicas are
+   placed on the brokers (``placement.place_replicas``: a factor above them is
+   INVALID_REPLICATION_FACTOR), or the request's assignment is checked (registered
    brokers, no repeats, one size: INVALID_REPLICA_ASSIGNMENT);
-4. with ``validate_only`` that is all; otherwise the topic is written to its ``TopicStore``.
+4. with ``validate_only`` that is all; otherwise the topic is written to its ``TopicStore``,
+   all or nothing (``TopicAdmin``: a failure part-way removes what it made and is
+   KAFKA_STORAGE_ERROR).
 
 Growing takes steps 1-3 on the new partitions (``placement.new_partitions``); the
 coordinators' topics are not grown (their partitioning is theirs). Deleting is refused
@@ -34,6 +40,7 @@ from typing import Protocol
 
 from ...apis.services import NewTopic, TopicError, TopicInfo
 from ...apis.topic_names import INTERNAL_TOPICS, topic_name_error
+from ...log.descriptors import FileBudget
 from ...protocol.errors import ErrorCode
 from ...protocol.schema import ZERO_UUID
 from ..config import BrokerConfig, ConfigError, validate_topic_configs
@@ -69,20 +76,40 @@ class TopicStore(Protocol):
 
 
 class TopicCreation:
-    def __init__(self, store: TopicStore, config: Callable[[], BrokerConfig]) -> None:
+    def __init__(
+        self,
+        store: TopicStore,
+        config: Callable[[], BrokerConfig],
+        files: Callable[[], FileBudget] | None = None,
+    ) -> None:
         # A broker joining a ZooKeeper cluster replaces its own store by ZooKeeper's.
         self.store = store
         self.config = config  # the running config (it changes at run time)
+        # This broker's logs' descriptors against its open files limit (None: unchecked).
+        self.files = files
+
+    def _check_files(self, name: str, replicas_here: int) -> None:
+        """Step 3's first half: the logs this broker would open fit its open files limit
+        (POLICY_VIOLATION naming the limit and the counts), before anything is placed."""
+        if self.files is None or replicas_here <= 0:
+            return
+        refusal = self.files().refusal(replicas_here)
+        if refusal is not None:
+            raise TopicError(ErrorCode.POLICY_VIOLATION, f"topic {name!r}: {refusal}")
 
     async def create_topic(self, topic: NewTopic, *, validate_only: bool = False) -> TopicInfo:
         configs = _checked(topic)
         if await self.store.exists(topic.name):
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {topic.name!r} already exists")
         brokers = await self.store.brokers()
+        me = self.config().broker_id
         if topic.replicas is not None:
+            self._check_files(topic.name, sum(me in ids for ids in topic.replicas))
             placement = {p: list(ids) for p, ids in enumerate(topic.replicas)}
             check_assignment(placement, brokers)
         else:
+            share = _share(topic.num_partitions, topic.replication_factor, len(brokers))
+            self._check_files(topic.name, share)
             placement = place_replicas(brokers, topic.num_partitions, topic.replication_factor)
         if validate_only:
             return TopicInfo(topic.name, ZERO_UUID, ())
@@ -102,6 +129,13 @@ class TopicCreation:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
 
         def plan(existing: Mapping[int, list[int]], brokers: Brokers) -> Placement:
+            added = count - len(existing)
+            if replicas is not None:
+                me = self.config().broker_id
+                self._check_files(name, sum(me in ids for ids in replicas))
+            elif existing:
+                factor = len(next(iter(existing.values())))
+                self._check_files(name, _share(added, factor, len(brokers)))
             return new_partitions(existing, count, brokers, replicas)
 
         await self.store.grow(name, plan, validate_only=validate_only)
@@ -112,6 +146,15 @@ class TopicCreation:
         if name in INTERNAL_TOPICS:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name} is an internal topic")
         await self.store.delete(name)
+
+
+def _share(partitions: int, factor: int, brokers: int) -> int:
+    """The most replicas one broker gets of ``partitions`` of ``factor`` replicas placed
+    evenly on ``brokers`` (Kafka's placement differs by at most one between brokers)."""
+    if partitions <= 0 or brokers <= 0:
+        return 0
+    on_each = max(1, min(factor, brokers))
+    return -(-partitions * on_each // brokers)
 
 
 def _checked(topic: NewTopic) -> dict[str, str]:
