@@ -100,14 +100,22 @@ _IMPLICIT = {
 }
 
 
-def _json_default(f: dict[str, Any]) -> Any:
-    """A JSON field's default as our declarations express it."""
+def _json_default(f: dict[str, Any], response: bool = False) -> Any:
+    """A JSON field's default as our declarations express it.
+
+    One deliberate difference: in a response, a string that is nullable in every version
+    it exists in and has no default in the JSON defaults to null in ours, where Kafka's
+    generated class starts at "". Kafka's handlers set such a field to null unless they
+    have something to say ("null if there was no error"); a handler of ours that forgets
+    it sends null, not "" (tests/protocol/test_null_defaults.py)."""
     typ: str = f["type"]
     raw = f.get("default")
     if typ.startswith("[]"):
         return None if raw == "null" else "[]"
     if "fields" in f:
         return None if raw == "null" else "struct"
+    if raw is None and response and typ == "string" and _null_wherever_present(f):
+        return None
     if raw is None:
         return _IMPLICIT.get(typ, 0)
     raw = str(raw)
@@ -130,7 +138,16 @@ def _our_default(f: FieldSpec) -> Any:
     return f.default
 
 
-def kafka_structure(fields: list[dict[str, Any]], version: int, flexible: bool) -> list[Any]:
+def _null_wherever_present(f: dict[str, Any]) -> bool:
+    """Whether a JSON field is nullable in every version it exists in."""
+    present = _versions(f.get("versions"))
+    nullable = _versions(f.get("nullableVersions"))
+    return not nullable.empty and nullable.lo <= present.lo and nullable.hi >= present.hi
+
+
+def kafka_structure(
+    fields: list[dict[str, Any]], version: int, flexible: bool, response: bool = False
+) -> list[Any]:
     out: list[Any] = []
     for f in fields:
         if version not in _versions(f.get("versions")):
@@ -144,9 +161,11 @@ def kafka_structure(fields: list[dict[str, Any]], version: int, flexible: bool) 
                 typ.startswith("[]"),
                 version in _versions(f.get("nullableVersions")),
                 f["tag"] if tagged and flexible else None,
-                _json_default(f),
+                _json_default(f, response),
                 bool(f.get("ignorable", False)),
-                kafka_structure(f["fields"], version, flexible) if "fields" in f else None,
+                kafka_structure(f["fields"], version, flexible, response)
+                if "fields" in f
+                else None,
             )
         )
     return out

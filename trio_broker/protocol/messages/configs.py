@@ -22,21 +22,23 @@ class DescribeConfigsResponse(Response, api_key=32, versions="0-4", flexible="4+
         class ResourceResult(Struct):
             class Synonym(Struct):
                 name: str = field("string", "1+")
-                value: str | None = field("string", "1+", nullable="0+")
+                value: str | None = field("string", "1+", nullable="0+", default=None)
                 source: int = field("int8", "1+")
 
             name: str = field("string")
-            value: str | None = field("string", nullable="0+")
+            value: str | None = field("string", nullable="0+", default=None)
             read_only: bool = field("bool")
             is_default: bool = field("bool", "0")
             config_source: int = field("int8", "1+", default=-1, ignorable=True)
             is_sensitive: bool = field("bool")
             synonyms: list[Synonym] = field(array(Synonym), "1+", ignorable=True)
             config_type: int = field("int8", "3+", ignorable=True)
-            documentation: str | None = field("string", "3+", nullable="0+", ignorable=True)
+            documentation: str | None = field(
+                "string", "3+", nullable="0+", ignorable=True, default=None
+            )
 
         error_code: int = field("int16")
-        error_message: str | None = field("string", nullable="0+")
+        error_message: str | None = field("string", nullable="0+", default=None)
         resource_type: int = field("int8")
         resource_name: str = field("string")
         configs: list[ResourceResult] = field(array(ResourceResult))
@@ -62,7 +64,7 @@ class AlterConfigsRequest(Request, api_key=33, versions="0-2", flexible="2+"):
 class AlterConfigsResponse(Response, api_key=33, versions="0-2", flexible="2+"):
     class ResourceResponse(Struct):
         error_code: int = field("int16")
-        error_message: str | None = field("string", nullable="0+")
+        error_message: str | None = field("string", nullable="0+", default=None)
         resource_type: int = field("int8")
         resource_name: str = field("string")
 
@@ -88,7 +90,7 @@ class IncrementalAlterConfigsRequest(Request, api_key=44, versions="0-1", flexib
 class IncrementalAlterConfigsResponse(Response, api_key=44, versions="0-1", flexible="1+"):
     class AlterConfigsResourceResponse(Struct):
         error_code: int = field("int16")
-        error_message: str | None = field("string", nullable="0+")
+        error_message: str | None = field("string", nullable="0+", default=None)
         resource_type: int = field("int8")
         resource_name: str = field("string")
 

@@ -65,7 +65,7 @@ class OffsetFetchResponse(Response, api_key=9, versions="1-9", flexible="6+"):
             partition_index: int = field("int32", "0-7")
             committed_offset: int = field("int64", "0-7")
             committed_leader_epoch: int = field("int32", "5-7", default=-1, ignorable=True)
-            metadata: str | None = field("string", "0-7", nullable="0-7")
+            metadata: str | None = field("string", "0-7", nullable="0-7", default=None)
             error_code: int = field("int16", "0-7")
 
         name: str = field("string", "0-7")
@@ -77,7 +77,7 @@ class OffsetFetchResponse(Response, api_key=9, versions="1-9", flexible="6+"):
                 partition_index: int = field("int32", "8+")
                 committed_offset: int = field("int64", "8+")
                 committed_leader_epoch: int = field("int32", "8+", default=-1, ignorable=True)
-                metadata: str | None = field("string", "8+", nullable="8+")
+                metadata: str | None = field("string", "8+", nullable="8+", default=None)
                 error_code: int = field("int16", "8+")
 
             name: str = field("string", "8-9", ignorable=True)

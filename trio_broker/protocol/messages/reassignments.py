@@ -26,7 +26,7 @@ class AlterPartitionReassignmentsResponse(Response, api_key=45, versions="0", fl
         class ReassignablePartitionResponse(Struct):
             partition_index: int = field("int32")
             error_code: int = field("int16")
-            error_message: str | None = field("string", nullable="0+")
+            error_message: str | None = field("string", nullable="0+", default=None)
 
         name: str = field("string")
         partitions: list[ReassignablePartitionResponse] = field(
@@ -35,7 +35,7 @@ class AlterPartitionReassignmentsResponse(Response, api_key=45, versions="0", fl
 
     throttle_time_ms: int = field("int32")
     error_code: int = field("int16")
-    error_message: str | None = field("string", nullable="0+")
+    error_message: str | None = field("string", nullable="0+", default=None)
     responses: list[ReassignableTopicResponse] = field(array(ReassignableTopicResponse))
 
 
@@ -64,7 +64,7 @@ class ListPartitionReassignmentsResponse(Response, api_key=46, versions="0", fle
 
     throttle_time_ms: int = field("int32")
     error_code: int = field("int16")
-    error_message: str | None = field("string", nullable="0+")
+    error_message: str | None = field("string", nullable="0+", default=None)
     topics: list[OngoingTopicReassignment] = field(array(OngoingTopicReassignment))
 
 
