@@ -23,9 +23,9 @@ def address(broker) -> str:  # type: ignore[no-untyped-def]
 def expected_ranges() -> dict[int, tuple[int, int]]:
     """A broker without a control-plane listener serves the control requests on its data
     plane (as Kafka's inter-broker listener does), so it lists every API but
-    ControlledShutdown and the partition reassignment APIs, served in a ZooKeeper cluster
-    only (a broker on its own has no controller to ask and no broker to move a partition
-    to; ElectLeaders it answers: ELECTION_NOT_NEEDED)."""
+    ControlledShutdown, served in a ZooKeeper cluster only (a broker on its own has no
+    controller to ask; ElectLeaders and the reassignment APIs it answers as its own
+    controller)."""
     table = API_TABLE.versions("control")
     return {k: (v.lo, v.hi) for k, v in table.items() if k not in ZOOKEEPER_ONLY}
 

@@ -152,13 +152,10 @@ API_TABLE = ApiTable(
     ]
 )
 
-# Served in a ZooKeeper cluster only: a broker on its own has no controller to ask and no
-# other broker to move a partition to (``Broker`` leaves them out of its table).
-ZOOKEEPER_ONLY = (
-    ApiKey.ControlledShutdown,
-    ApiKey.AlterPartitionReassignments,
-    ApiKey.ListPartitionReassignments,
-)
+# Served in a ZooKeeper cluster only: a broker on its own has no controller to ask
+# (``Broker`` leaves it out of its table). The reassignment APIs are served on one broker
+# too, as Kafka serves them there (``coordination.ControllerRequests``).
+ZOOKEEPER_ONLY = (ApiKey.ControlledShutdown,)
 # The table of a broker on its own (the same object every time: a test checks that fault
 # injection, when off, leaves the plain table in the request path).
 SINGLE_BROKER_TABLE = API_TABLE.without(*ZOOKEEPER_ONLY)

@@ -7,7 +7,9 @@ controller's (``alter_reassignments``, ``list_reassignments``): NOT_CONTROLLER a
 level on any other broker (the admin client asks the controller Metadata names). Alter
 answers per partition (UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT,
 NO_REASSIGNMENT_IN_PROGRESS for a cancel of none, with Kafka's messages) once the moves
-have begun; List names only the partitions being moved (of those asked for, or all).
+have begun; List names only the partitions being moved (of those asked for, or all). A
+broker on its own is its cluster's controller: a reassignment to itself completes at once,
+any other target is INVALID_REPLICA_ASSIGNMENT, and nothing is ever listed as moving.
 """
 
 from __future__ import annotations
