@@ -1,4 +1,6 @@
-"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44): resource configs."""
+"""DescribeConfigs (32), AlterConfigs (33), IncrementalAlterConfigs (44): resource configs;
+ListConfigResources (74, KIP-1142; ListClientMetricsResources of KIP-1000 at v0): which
+resources have configs."""
 
 from __future__ import annotations
 
@@ -98,8 +100,24 @@ class IncrementalAlterConfigsResponse(Response, api_key=44, versions="0-1", flex
     responses: list[AlterConfigsResourceResponse] = field(array(AlterConfigsResourceResponse))
 
 
+class ListConfigResourcesRequest(Request, api_key=74, versions="0-1", flexible="0+"):
+    # empty: every type the version supports
+    resource_types: list[int] = field("[]int8", "1+")
+
+
+class ListConfigResourcesResponse(Response, api_key=74, versions="0-1", flexible="0+"):
+    class ConfigResource(Struct):
+        resource_name: str = field("string")
+        resource_type: int = field("int8", "1+", default=16, ignorable=True)
+
+    throttle_time_ms: int = field("int32")
+    error_code: int = field("int16")
+    config_resources: list[ConfigResource] = field(array(ConfigResource))
+
+
 DESCRIBE_CONFIGS = register(DescribeConfigsRequest, DescribeConfigsResponse)
 ALTER_CONFIGS = register(AlterConfigsRequest, AlterConfigsResponse)
 INCREMENTAL_ALTER_CONFIGS = register(
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 )
+LIST_CONFIG_RESOURCES = register(ListConfigResourcesRequest, ListConfigResourcesResponse)

@@ -1,4 +1,5 @@
-"""Metadata (key 3): brokers, cluster id, controller, topics and their partitions."""
+"""Metadata (key 3): brokers, cluster id, controller, topics and their partitions; and
+DescribeTopicPartitions (75, KIP-966): topics' partitions, a page at a time."""
 
 from __future__ import annotations
 
@@ -52,3 +53,58 @@ class MetadataResponse(Response, api_key=3, versions="0-12", flexible="9+"):
 
 
 METADATA = register(MetadataRequest, MetadataResponse)
+
+
+class DescribeTopicPartitionsRequest(Request, api_key=75, versions="0", flexible="0+"):
+    class TopicRequest(Struct):
+        name: str = field("string")
+
+    class Cursor(Struct):
+        topic_name: str = field("string")
+        partition_index: int = field("int32")
+
+    topics: list[TopicRequest] = field(array(TopicRequest))
+    response_partition_limit: int = field("int32", default=2000)
+    # None: from the first topic, partition 0
+    cursor: Cursor | None = field(Cursor, nullable="0+", default=None)
+
+
+class DescribeTopicPartitionsResponse(Response, api_key=75, versions="0", flexible="0+"):
+    class DescribeTopicPartitionsResponseTopic(Struct):
+        class DescribeTopicPartitionsResponsePartition(Struct):
+            error_code: int = field("int16")
+            partition_index: int = field("int32")
+            leader_id: int = field("int32")
+            leader_epoch: int = field("int32", default=-1, ignorable=True)
+            replica_nodes: list[int] = field("[]int32")
+            isr_nodes: list[int] = field("[]int32")
+            eligible_leader_replicas: list[int] | None = field(
+                "[]int32", nullable="0+", default=None
+            )
+            last_known_elr: list[int] | None = field("[]int32", nullable="0+", default=None)
+            offline_replicas: list[int] = field("[]int32", ignorable=True)
+
+        error_code: int = field("int16")
+        name: str | None = field("string", nullable="0+", default=None)
+        topic_id: uuid.UUID = field("uuid", ignorable=True)
+        is_internal: bool = field("bool", default=False, ignorable=True)
+        partitions: list[DescribeTopicPartitionsResponsePartition] = field(
+            array(DescribeTopicPartitionsResponsePartition)
+        )
+        topic_authorized_operations: int = field("int32", default=-2147483648)
+
+    class Cursor(Struct):
+        topic_name: str = field("string")
+        partition_index: int = field("int32")
+
+    throttle_time_ms: int = field("int32", ignorable=True)
+    topics: list[DescribeTopicPartitionsResponseTopic] = field(
+        array(DescribeTopicPartitionsResponseTopic)
+    )
+    # None: nothing left to describe
+    next_cursor: Cursor | None = field(Cursor, nullable="0+", default=None)
+
+
+DESCRIBE_TOPIC_PARTITIONS = register(
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+)
