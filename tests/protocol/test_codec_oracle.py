@@ -77,7 +77,7 @@ def our_decode(cls: type[Message], version: int, data: bytes) -> Message:
 
 @pytest.mark.parametrize(("cls", "version"), CASES)
 def test_declaration_matches_kafka_json(cls: type[Message], version: int) -> None:
-    schema = kafka_schema(cls.__name__)
+    schema = kafka_schema(cls.__name__, version)
     assert schema["apiKey"] == cls.api_key
     assert version in VersionRange.parse(schema["validVersions"])
     flexible = cls.is_flexible(version)
@@ -90,7 +90,7 @@ def test_declaration_matches_kafka_json(cls: type[Message], version: int) -> Non
 @pytest.mark.parametrize("variant", [0, 1])
 @pytest.mark.parametrize(("cls", "version"), CASES)
 def test_bytes_match_kafka_python(cls: type[Message], version: int, variant: int) -> None:
-    schema = kafka_schema(cls.__name__)
+    schema = kafka_schema(cls.__name__, version)
     value = sample(cls, version, variant)
     ours = our_bytes(value, version)
     kp_value = to_kafka_python(value, kafka_python_class(cls), schema["fields"], version)
@@ -151,7 +151,7 @@ def test_tagged_struct_at_its_default_is_left_out() -> None:
     entity_writer(kio_cls)(buf, to_kio(value, kio_cls, 12))
     assert buf.getvalue() == ours
 
-    schema = kafka_schema("FetchResponse")
+    schema = kafka_schema("FetchResponse", 12)
     kp_value = to_kafka_python(value, kafka_python_class(FetchResponse), schema["fields"], 12)
     theirs = bytes(kp_value.encode(version=12, header=False))
     assert len(theirs) > len(ours)  # the kafka-python bug, as of kafka-python 3.0
