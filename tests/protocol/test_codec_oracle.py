@@ -60,7 +60,7 @@ KIO_MISSING = {
 # test_tagged_struct_at_its_default_is_left_out). In these samples FetchRequest's
 # ReplicaState (v15+) is at its default, so kio alone is the byte oracle for them;
 # kafka-python's longer bytes must still decode to the same value.
-KAFKA_PYTHON_TAGGED_DEFAULT = {("FetchRequest", v, 1) for v in (15, 16, 17)}
+KAFKA_PYTHON_TAGGED_DEFAULT = {("FetchRequest", v, 1) for v in (15, 16, 17, 18)}
 
 
 def our_bytes(obj: Message, version: int) -> bytes:
