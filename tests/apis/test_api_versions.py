@@ -39,7 +39,7 @@ async def test_every_version_lists_the_table(run_broker, version: int) -> None: 
     assert response.error_code == ErrorCode.NONE
     got = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert got == expected_ranges()
-    assert got[18] == (0, 4) and got[3] == (0, 12)
+    assert got[18] == (0, 4) and got[3] == (0, 13)
 
 
 @pytest.mark.parametrize("version", [5, 99])

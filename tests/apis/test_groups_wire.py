@@ -31,7 +31,7 @@ from ..support.wire import AsyncWireClient
 
 FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
 GROUP_APIS = {8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5)}
-GROUP_APIS |= {15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
+GROUP_APIS |= {15: (0, 6), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
 # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit: (min, max) served
 TRANSACTION_APIS = {24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4)}
 
@@ -324,6 +324,16 @@ async def test_two_members_rebalance_over_the_wire(run_broker) -> None:  # type:
     ]
     assert g.authorized_operations != -(2**31)
     assert (nope.error_code, nope.group_state) == (0, "Dead")
+    # v6 (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND, with a message
+    g6, nope6 = (await a.request(DescribeGroupsRequest(groups=["g", "nope"]), 6)).groups
+    assert (g6.error_code, g6.error_message, g6.group_state) == (0, None, "Stable")
+    assert len(g6.members) == 2
+    assert (nope6.error_code, nope6.error_message, nope6.group_state, nope6.members) == (
+        E.GROUP_ID_NOT_FOUND,
+        "Group nope not found.",
+        "",
+        [],
+    )
 
 
 async def test_list_delete_and_offset_delete(run_broker) -> None:  # type: ignore[no-untyped-def]

@@ -78,7 +78,13 @@ class TransactionsView(Protocol):
     def describe(self, transactional_id: str) -> tuple[int, TxnDescription | None]: ...
 
     def listing(
-        self, states: Sequence[str], producer_ids: Sequence[int], min_duration_ms: int
+        self,
+        states: Sequence[str],
+        producer_ids: Sequence[int],
+        min_duration_ms: int,
+        id_pattern: str | None = None,
     ) -> tuple[int, list[str], list[TxnDescription]]:
-        """(error, the state filters not known, the ids that pass the filters)."""
+        """(error, the state filters not known, the ids that pass the filters: the
+        states, producer ids, the transaction's age and ``id_pattern``, a regular
+        expression the whole id must match; INVALID_REGULAR_EXPRESSION if it is none)."""
         ...

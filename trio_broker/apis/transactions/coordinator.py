@@ -1,7 +1,10 @@
 """A transactional producer's requests to its coordinator: AddPartitionsToTxn v0-5,
 AddOffsetsToTxn v0-4 and EndTxn v0-4, and to the group coordinator TxnOffsetCommit v0-4
 (offsets that count once the transaction commits); DescribeProducers v0,
-DescribeTransactions v0 and ListTransactions v0-1, as ``kafka-transactions.sh`` asks.
+DescribeTransactions v0 and ListTransactions v0-2 (v2: a regular expression the whole
+transactional id must match, KIP-1152; Python's ``re`` reads it, which agrees with Java's
+patterns but for a few constructs, ``\\Q...\\E`` quoting and ``\\p{...}`` classes among
+them, refused as INVALID_REGULAR_EXPRESSION), as ``kafka-transactions.sh`` asks.
 (InitProducerId with a transactional id is in
 ``init_producer_id``, FindCoordinator's TRANSACTION key in ``groups.membership``).
 
@@ -271,8 +274,9 @@ async def list_transactions(
     ctx: RequestContext, req: ListTransactionsRequest
 ) -> ListTransactionsResponse:
     duration = req.duration_filter if ctx.api_version >= 1 else -1
+    pattern = req.transactional_id_pattern if ctx.api_version >= 2 else None
     code, unknown, found = ctx.broker.transactions.listing(
-        req.state_filters, req.producer_id_filters, duration
+        req.state_filters, req.producer_id_filters, duration, pattern
     )
     State = ListTransactionsResponse.TransactionState
     return ListTransactionsResponse(

@@ -122,12 +122,12 @@ class SyncGroupResponse(Response, api_key=14, versions="0-5", flexible="4+"):
     assignment: bytes = field("bytes")
 
 
-class DescribeGroupsRequest(Request, api_key=15, versions="0-5", flexible="5+"):
+class DescribeGroupsRequest(Request, api_key=15, versions="0-6", flexible="5+"):
     groups: list[str] = field("[]string")
     include_authorized_operations: bool = field("bool", "3+")
 
 
-class DescribeGroupsResponse(Response, api_key=15, versions="0-5", flexible="5+"):
+class DescribeGroupsResponse(Response, api_key=15, versions="0-6", flexible="5+"):
     class DescribedGroup(Struct):
         class DescribedGroupMember(Struct):
             member_id: str = field("string")
@@ -140,6 +140,7 @@ class DescribeGroupsResponse(Response, api_key=15, versions="0-5", flexible="5+"
             member_assignment: bytes = field("bytes")
 
         error_code: int = field("int16")
+        error_message: str | None = field("string", "6+", nullable="6+", default=None)
         group_id: str = field("string")
         group_state: str = field("string")
         protocol_type: str = field("string")

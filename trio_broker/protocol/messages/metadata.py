@@ -9,7 +9,7 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class MetadataRequest(Request, api_key=3, versions="0-12", flexible="9+"):
+class MetadataRequest(Request, api_key=3, versions="0-13", flexible="9+"):
     class Topic(Struct):
         topic_id: uuid.UUID = field("uuid", "10+", ignorable=True)
         name: str | None = field("string", nullable="10+")
@@ -20,7 +20,7 @@ class MetadataRequest(Request, api_key=3, versions="0-12", flexible="9+"):
     include_topic_authorized_operations: bool = field("bool", "8+")
 
 
-class MetadataResponse(Response, api_key=3, versions="0-12", flexible="9+"):
+class MetadataResponse(Response, api_key=3, versions="0-13", flexible="9+"):
     class Broker(Struct):
         node_id: int = field("int32")
         host: str = field("string")
@@ -50,6 +50,7 @@ class MetadataResponse(Response, api_key=3, versions="0-12", flexible="9+"):
     controller_id: int = field("int32", "1+", default=-1, ignorable=True)
     topics: list[Topic] = field(array(Topic))
     cluster_authorized_operations: int = field("int32", "8-10", default=-(2**31))
+    error_code: int = field("int16", "13+", ignorable=True)  # KIP-1102's top-level error
 
 
 METADATA = register(MetadataRequest, MetadataResponse)

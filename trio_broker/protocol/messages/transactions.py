@@ -146,13 +146,15 @@ class DescribeTransactionsResponse(Response, api_key=65, versions="0", flexible=
     transaction_states: list[TransactionState] = field(array(TransactionState))
 
 
-class ListTransactionsRequest(Request, api_key=66, versions="0-1", flexible="0+"):
+class ListTransactionsRequest(Request, api_key=66, versions="0-2", flexible="0+"):
     state_filters: list[str] = field("[]string")
     producer_id_filters: list[int] = field("[]int64")
     duration_filter: int = field("int64", "1+", default=-1)
+    # KIP-1152: a regular expression the ids must match (None or empty: every id)
+    transactional_id_pattern: str | None = field("string", "2+", nullable="2+", default=None)
 
 
-class ListTransactionsResponse(Response, api_key=66, versions="0-1", flexible="0+"):
+class ListTransactionsResponse(Response, api_key=66, versions="0-2", flexible="0+"):
     class TransactionState(Struct):
         transactional_id: str = field("string")
         producer_id: int = field("int64")

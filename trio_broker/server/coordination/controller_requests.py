@@ -34,7 +34,7 @@ from ...protocol.errors import ErrorCode
 from . import elections
 from .controller import SEND_TIMEOUT_S, ZkController
 from .elections import PREFERRED, ElectionOrder, Key
-from .reassignment import ReassignOrder, check_target
+from .reassignment import ReassignOrder, check_target, rf_change
 
 log = logging.getLogger("trio_broker.controller")
 
@@ -113,16 +113,20 @@ class ControllerRequests:
         return results
 
     async def alter_reassignments(
-        self, targets: Mapping[Key, list[int] | None], timeout_ms: int
+        self,
+        targets: Mapping[Key, list[int] | None],
+        timeout_ms: int,
+        allow_rf_change: bool = True,
     ) -> tuple[int, dict[Key, tuple[int, str | None]]]:
         """(error code, (error code, message) per partition): each reassignment begun
-        (or cancelled: None)."""
+        (or cancelled: None); ``allow_rf_change`` False refuses a target of another
+        replica count (KIP-860)."""
         c = self.controller
         if c is None:
-            return ErrorCode.NONE, self._alone(targets)
+            return ErrorCode.NONE, self._alone(targets, allow_rf_change)
         if c.epoch is None:
             return ErrorCode.NOT_CONTROLLER, {}
-        order = ReassignOrder(dict(targets))
+        order = ReassignOrder(dict(targets), allow_rf_change)
         c.submit_reassignment(order)
         with trio.move_on_after(timeout_ms / 1000):
             await order.done.wait()
@@ -147,7 +151,9 @@ class ControllerRequests:
             ongoing = {k: v for k, v in ongoing.items() if k in asked}
         return ErrorCode.NONE, ongoing
 
-    def _alone(self, targets: Mapping[Key, list[int] | None]) -> dict[Key, tuple[int, str | None]]:
+    def _alone(
+        self, targets: Mapping[Key, list[int] | None], allow_rf_change: bool
+    ) -> dict[Key, tuple[int, str | None]]:
         """Each reassignment's answer on a cluster of one: done (the target is the replica
         set the partition has), or refused as the controller refuses it."""
         replicas = {
@@ -163,6 +169,8 @@ class ControllerRequests:
                 results[(name, p)] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, message)
             elif (problem := check_target(wanted, [self.broker_id])) is not None:
                 results[(name, p)] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+            elif not allow_rf_change and (problem := rf_change(len(current), wanted)):
+                results[(name, p)] = (ErrorCode.INVALID_REPLICATION_FACTOR, problem)
             else:  # the one live broker, which holds the partition: nothing to move
                 results[(name, p)] = (ErrorCode.NONE, None)
         return results

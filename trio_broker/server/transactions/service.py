@@ -13,6 +13,7 @@ topic.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import trio
 
 from ...apis.topic_names import OFFSETS_TOPIC, TXN_STATE_TOPIC
 from ...apis.txn_services import TxnDescription
+from ...protocol.errors import ErrorCode
 from ..config import BrokerConfig
 from ..groups import CoordinatorLocator, CreateTopic, InternalTopicSpec, LogOffsetsTopic
 from .coordinator import TransactionCoordinator, TxnConfig
@@ -158,14 +160,26 @@ class TransactionService:
         return error, None if meta is None else description_of(meta)
 
     def listing(
-        self, states: Sequence[str], producer_ids: Sequence[int], min_duration_ms: int
+        self,
+        states: Sequence[str],
+        producer_ids: Sequence[int],
+        min_duration_ms: int,
+        id_pattern: str | None = None,
     ) -> tuple[int, list[str], list[TxnDescription]]:
         by_label = {s.label: s for s in TxnState}
         unknown = [s for s in states if s not in by_label]
         wanted = [by_label[s] for s in states if s in by_label]
+        pattern = None
+        if id_pattern:  # Kafka's Pattern.matches(): the whole id
+            try:
+                pattern = re.compile(id_pattern)
+            except re.error:
+                return ErrorCode.INVALID_REGULAR_EXPRESSION, unknown, []
         if states and not wanted:  # only unknown states asked for: none can match
             return 0, unknown, []
         error, found = self.coordinator.listing(wanted, producer_ids, min_duration_ms)
+        if pattern is not None:
+            found = [m for m in found if pattern.fullmatch(m.transactional_id)]
         return error, unknown, [description_of(m) for m in found]
 
     # ------------------------------------------------------------ figures
