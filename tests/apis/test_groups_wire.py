@@ -34,7 +34,7 @@ FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms":
 GROUP_APIS = {8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5)}
 GROUP_APIS |= {15: (0, 6), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
 # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit: (min, max) served
-TRANSACTION_APIS = {24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4)}
+TRANSACTION_APIS = {24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5)}
 
 
 def address(broker) -> str:  # type: ignore[no-untyped-def]

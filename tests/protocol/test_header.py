@@ -151,7 +151,7 @@ def test_bad_request_header(case: BadHeaderCase) -> None:
         decode_request_header(case.frame)
 
 
-@pytest.mark.parametrize(("api_key", "version"), [(18, 5), (18, -1), (3, 13), (0, 2), (1, 3)])
+@pytest.mark.parametrize(("api_key", "version"), [(18, 5), (18, -1), (3, 14), (0, 2), (1, 3)])
 def test_unsupported_version_yields_header_then_refuses_body(api_key: int, version: int) -> None:
     frame = fixed(api_key, version, 5) + b"\x00\x01c" + b"\x00"
     header, spec, offset = decode_request_header(frame)

@@ -71,9 +71,29 @@ class TransactionsView(Protocol):
         self, transactional_id: str, producer_id: int, epoch: int, group_id: str
     ) -> int: ...
 
+    async def add_partitions_for_leader(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Sequence[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]:
+        """KIP-890 part 2: partitions this broker leads join a producer's transaction at
+        its coordinator (here or elsewhere), as their transactional batches arrive."""
+        ...
+
+    async def add_offsets_for_leader(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str
+    ) -> int:
+        """KIP-890 part 2: the group's offsets partition joins (TxnOffsetCommit v5+)."""
+        ...
+
     async def end_txn(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
-    ) -> int: ...
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, bump: bool
+    ) -> tuple[int, int, int]:
+        """(error, the producer id and epoch to go on with); ``bump``: EndTxn v5's end
+        of transaction version 2, which bumps the epoch."""
+        ...
 
     def describe(self, transactional_id: str) -> tuple[int, TxnDescription | None]: ...
 
