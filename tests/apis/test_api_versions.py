@@ -23,9 +23,9 @@ def address(broker) -> str:  # type: ignore[no-untyped-def]
 def expected_ranges() -> dict[int, tuple[int, int]]:
     """A broker without a control-plane listener serves the control requests on its data
     plane (as Kafka's inter-broker listener does), so it lists every API but
-    ControlledShutdown and the partition reassignment APIs, served in a ZooKeeper cluster
-    only (a broker on its own has no controller to ask and no broker to move a partition
-    to; ElectLeaders it answers: ELECTION_NOT_NEEDED)."""
+    ControlledShutdown, served in a ZooKeeper cluster only (a broker on its own has no
+    controller to ask; ElectLeaders and the reassignment APIs it answers as its own
+    controller)."""
     table = API_TABLE.versions("control")
     return {k: (v.lo, v.hi) for k, v in table.items() if k not in ZOOKEEPER_ONLY}
 
@@ -39,7 +39,7 @@ async def test_every_version_lists_the_table(run_broker, version: int) -> None: 
     assert response.error_code == ErrorCode.NONE
     got = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert got == expected_ranges()
-    assert got[18] == (0, 4) and got[3] == (0, 12)
+    assert got[18] == (0, 4) and got[3] == (0, 13)
 
 
 @pytest.mark.parametrize("version", [5, 99])

@@ -45,6 +45,8 @@ def test_describe_cluster_tells_what_metadata_tells(broker: BrokerThread) -> Non
         kp.close()
     assert seen["cluster_id"] == md.cluster_id and seen["controller_id"] == 0
     assert [b["port"] for b in seen["brokers"]] == [md.brokers[0].port]
+    # kafka-python asks v2 with IncludeFencedBrokers (KIP-1073): no broker here is fenced
+    assert [b["is_fenced"] for b in seen["brokers"]] == [False]
 
 
 def test_describe_log_dirs_counts_what_is_on_disk(broker: BrokerThread) -> None:
@@ -64,6 +66,7 @@ def test_describe_log_dirs_counts_what_is_on_disk(broker: BrokerThread) -> None:
     data = broker.config.log_dirs[0]
     assert log_dir["error_code"] == 0 and log_dir["log_dir"] == str(data.resolve())
     assert log_dir["total_bytes"] >= log_dir["usable_bytes"] > 0
+    assert log_dir["is_cordoned"] is False  # v5 (KIP-1066): no dir is ever cordoned here
     sizes = {
         (t["name"], part["partition_index"]): part["partition_size"]
         for t in log_dir["topics"]
@@ -89,4 +92,7 @@ async def test_log_dirs_need_describe_on_the_cluster(run_broker) -> None:  # typ
     # DescribeCluster needs nothing; v1 describes brokers only (no KRaft controllers here)
     kraft = await client.request(DescribeClusterRequest(endpoint_type=2), 1)
     assert kraft.error_code == ErrorCode.UNSUPPORTED_ENDPOINT_TYPE and kraft.brokers == []
+    for fenced_too in (False, True):  # v2: nothing is fenced, so both ask the same
+        v2 = await client.request(DescribeClusterRequest(include_fenced_brokers=fenced_too), 2)
+        assert [(b.broker_id, b.is_fenced) for b in v2.brokers] == [(0, False)]
     await client.aclose()

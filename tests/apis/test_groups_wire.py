@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -30,10 +31,10 @@ from trio_broker.protocol.messages.topics import CreatePartitionsRequest, Delete
 from ..support.wire import AsyncWireClient
 
 FAST = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "100"}
-GROUP_APIS = {8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5)}
-GROUP_APIS |= {15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
+GROUP_APIS = {8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5)}
+GROUP_APIS |= {15: (0, 6), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
 # AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit: (min, max) served
-TRANSACTION_APIS = {24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4)}
+TRANSACTION_APIS = {24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5)}
 
 
 def address(broker) -> str:  # type: ignore[no-untyped-def]
@@ -144,6 +145,60 @@ async def test_offsets_v9_for_classic_groups(run_broker) -> None:  # type: ignor
     (g,) = (await c.request(fetch, 9)).groups
     assert g.error_code == 0
     assert [(t.name, p.committed_offset) for t in g.topics for p in t.partitions] == [("t", 7)]
+
+
+async def test_offsets_v10_name_topics_by_id(run_broker) -> None:  # type: ignore[no-untyped-def]
+    broker = await run_broker(FAST)
+    c = await client_of(broker)
+    await make_topic(c, "t")
+    topic_id = broker.topic("t").topic_id
+    nobody = uuid.UUID(int=12345)
+
+    def commit(*ids: uuid.UUID) -> OffsetCommitRequest:
+        T = OffsetCommitRequest.Topic
+        return OffsetCommitRequest(
+            group_id="ids",
+            generation_id_or_member_epoch=-1,
+            topics=[
+                T(topic_id=i, partitions=[T.Partition(partition_index=0, committed_offset=5)])
+                for i in ids
+            ],
+        )
+
+    committed = await c.request(commit(topic_id, nobody), 10)
+    assert [(t.topic_id, [p.error_code for p in t.partitions]) for t in committed.topics] == [
+        (topic_id, [E.NONE]),
+        (nobody, [E.UNKNOWN_TOPIC_ID]),
+    ]
+    G = OffsetFetchRequest.Group
+
+    async def fetch(topics: list[G.Topics] | None) -> list[tuple[Any, ...]]:
+        (g,) = (
+            await c.request(OffsetFetchRequest(groups=[G(group_id="ids", topics=topics)]), 10)
+        ).groups
+        assert g.error_code == 0
+        return [
+            (t.topic_id, p.partition_index, p.committed_offset, p.error_code)
+            for t in g.topics
+            for p in t.partitions
+        ]
+
+    assert await fetch(None) == [(topic_id, 0, 5, E.NONE)]  # every offset, by topic id
+    asked = [
+        G.Topics(topic_id=topic_id, partition_indexes=[0]),
+        G.Topics(topic_id=nobody, partition_indexes=[3]),
+    ]
+    assert await fetch(asked) == [(topic_id, 0, 5, E.NONE), (nobody, 3, -1, E.UNKNOWN_TOPIC_ID)]
+    # the same offset, by name, at v9
+    (g,) = (
+        await c.request(
+            OffsetFetchRequest(
+                groups=[G(group_id="ids", topics=[G.Topics(name="t", partition_indexes=[0])])]
+            ),
+            9,
+        )
+    ).groups
+    assert [(t.name, p.committed_offset) for t in g.topics for p in t.partitions] == [("t", 5)]
 
 
 @pytest.mark.parametrize("version", range(10))
@@ -324,6 +379,16 @@ async def test_two_members_rebalance_over_the_wire(run_broker) -> None:  # type:
     ]
     assert g.authorized_operations != -(2**31)
     assert (nope.error_code, nope.group_state) == (0, "Dead")
+    # v6 (KIP-1043): a group that does not exist is GROUP_ID_NOT_FOUND, with a message
+    g6, nope6 = (await a.request(DescribeGroupsRequest(groups=["g", "nope"]), 6)).groups
+    assert (g6.error_code, g6.error_message, g6.group_state) == (0, None, "Stable")
+    assert len(g6.members) == 2
+    assert (nope6.error_code, nope6.error_message, nope6.group_state, nope6.members) == (
+        E.GROUP_ID_NOT_FOUND,
+        "Group nope not found.",
+        "",
+        [],
+    )
 
 
 async def test_list_delete_and_offset_delete(run_broker) -> None:  # type: ignore[no-untyped-def]

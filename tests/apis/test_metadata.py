@@ -24,7 +24,7 @@ def topics_req(*names: str, version: int, auto: bool = True) -> MetadataRequest:
     )
 
 
-@pytest.mark.parametrize("version", range(13))
+@pytest.mark.parametrize("version", range(14))
 async def test_every_version_describes_the_cluster(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker({"num.partitions": "3"})
     client = await AsyncWireClient.connect(address(broker))
@@ -45,6 +45,8 @@ async def test_every_version_describes_the_cluster(run_broker, version: int) -> 
         assert [t.is_internal for t in response.topics] == [True, False]
     if version >= 1:
         assert response.controller_id == 0
+    if version >= 13:  # KIP-1102's top-level error: none
+        assert response.error_code == ErrorCode.NONE
     if version >= 2:
         assert response.cluster_id == broker.cluster_id
 

@@ -23,6 +23,9 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka.errors import NoReassignmentInProgressError
 from kazoo.client import KazooClient
 
+from trio_broker.protocol.messages.reassignments import AlterPartitionReassignmentsRequest
+from trio_broker.tools.client import WireClient
+
 from ..support.brokers import BrokerProcess
 from .test_replication import (
     bootstrap,
@@ -55,6 +58,30 @@ def _roles(client: KazooClient, brokers: dict[int, BrokerProcess]) -> tuple[int,
 def _create(brokers: dict[int, BrokerProcess], topic: str, replicas: list[int]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
     admin.create_topics([NewTopic(topic, 1, replica_assignment=[replicas])])[topic].result(30)
+
+
+def _rf_change_refused(
+    client: KazooClient, brokers: dict[int, BrokerProcess], target: list[int]
+) -> str | None:
+    """AlterPartitionReassignments v1 to the controller, moving stay-0 to ``target`` with
+    AllowReplicationFactorChange false: the message of its INVALID_REPLICATION_FACTOR."""
+    controller = json.loads(client.get("/controller")[0])["brokerid"]
+    Topic = AlterPartitionReassignmentsRequest.ReassignableTopic
+    request = AlterPartitionReassignmentsRequest(
+        allow_replication_factor_change=False,
+        topics=[
+            Topic(
+                name="stay",
+                partitions=[Topic.ReassignablePartition(partition_index=0, replicas=target)],
+            )
+        ],
+    )
+    with WireClient(brokers[controller].bootstrap) as wire:
+        answer = wire.request(request, 1)
+    assert answer.error_code == 0 and answer.allow_replication_factor_change is False
+    [result] = answer.responses[0].partitions
+    assert result.error_code == 38  # INVALID_REPLICATION_FACTOR
+    return result.error_message  # type: ignore[no-any-return]
 
 
 def _admin(brokers: dict[int, BrokerProcess]) -> KafkaAdminClient:
@@ -195,6 +222,10 @@ def test_a_pending_move_is_cancelled(
         assert bad is not None and bad.errno == 39  # INVALID_REPLICA_ASSIGNMENT
         assert admin.alter_partition_reassignments({tp: [b, 42]})[tp].errno == 39
         assert admin.alter_partition_reassignments({unknown: [b, c]})[unknown].errno == 3
+        # v1 (KIP-860): another replica count is refused when the admin disallows it
+        assert _rf_change_refused(client, brokers, [a, b, c]) == (
+            "The replication factor is changed from 2 to 3"
+        )
         epoch = partition_state(client, "stay", 0)["leader_epoch"]
 
         proc = brokers[c].proc
@@ -203,6 +234,10 @@ def test_a_pending_move_is_cancelled(
         try:
             assert admin.alter_partition_reassignments({tp: [b, c]}) == {tp: None}
             assert admin.list_partition_reassignments([tp])[tp]["adding_replicas"] == [c]
+            # a move under way counts by its target's replicas (2 of the 3 held now)
+            assert _rf_change_refused(client, brokers, [c]) == (
+                "The replication factor is changed from 2 to 1"
+            )
             assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
             assert admin.list_partition_reassignments() == {}
         finally:

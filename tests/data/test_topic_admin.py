@@ -81,6 +81,34 @@ def test_delete_topic_removes_its_data(admin: AdminClient, broker: BrokerThread)
     assert error_of(admin.delete_topics(["gone"])["gone"]) == "UNKNOWN_TOPIC_OR_PART"
 
 
+def test_aiokafka_creates_and_deletes_a_topic_with_null_messages(broker: BrokerThread) -> None:
+    """aiokafka's own admin test (``test_delete_topics``): a created topic's error message
+    is null, as Kafka sends it, not "" (the default a nullable string once had here)."""
+    import asyncio
+
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin import NewTopic as AioNewTopic
+
+    async def main() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        await admin.start()
+        try:
+            created = await admin.create_topics([AioNewTopic("aio-admin", 1, 1)])
+            assert created.API_VERSION >= 1  # a version whose answer has error_message
+            assert created.topic_errors[0][:3] == ("aio-admin", 0, None)
+            assert "aio-admin" in await admin.list_topics()
+            again = await admin.create_topics([AioNewTopic("aio-admin", 1, 1)])
+            name, code, message = again.topic_errors[0][:3]
+            assert (name, code) == ("aio-admin", 36) and message  # TOPIC_ALREADY_EXISTS
+            deleted = await admin.delete_topics(["aio-admin"])
+            assert list(deleted.topic_error_codes) == [("aio-admin", 0)]
+            assert "aio-admin" not in await admin.list_topics()
+        finally:
+            await admin.close()
+
+    asyncio.run(main())
+
+
 def test_create_partitions(admin: AdminClient) -> None:
     admin.create_topics([NewTopic("grow", 1, 1)])["grow"].result(10)
     admin.create_partitions([NewPartitions("grow", 3)])["grow"].result(10)

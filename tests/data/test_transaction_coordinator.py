@@ -258,7 +258,7 @@ def test_kafka_python_admin_lists_and_describes_transactions(node: BrokerThread)
     # DescribeProducers (through kafka-python's admin client, which speaks all three).
     from kafka import KafkaAdminClient
     from kafka import TopicPartition as KpPartition
-    from kafka.errors import TransactionalIdNotFoundError
+    from kafka.errors import KafkaError, TransactionalIdNotFoundError
 
     make_topic(node, "intro", 2)
     p = txn_producer(node, "app-intro")
@@ -280,6 +280,13 @@ def test_kafka_python_admin_lists_and_describes_transactions(node: BrokerThread)
         assert listed == {"app-intro": "Ongoing", "app-done": "CompleteCommit"}
         ongoing = admin.list_transactions(state_filters=["Ongoing"])
         assert [t.transactional_id for ts in ongoing.values() for t in ts] == ["app-intro"]
+        # ListTransactions v2 (KIP-1152): a pattern the whole id matches
+        for pattern, ids in (("app-d.*", ["app-done"]), ("app-", []), (".*-in.*", ["app-intro"])):
+            found = admin.list_transactions(transactional_id_pattern=pattern)
+            assert [t.transactional_id for ts in found.values() for t in ts] == ids, pattern
+        with pytest.raises(KafkaError) as refused:  # kafka-python does not name error 128
+            admin.list_transactions(transactional_id_pattern="app-[")
+        assert refused.value.errno == 128  # INVALID_REGULAR_EXPRESSION
 
         described = admin.describe_transactions(["app-intro"])["app-intro"]
         assert described.state.value == "Ongoing"

@@ -111,7 +111,7 @@ async def test_a_produce_holds_exactly_one_batch_per_partition(run_broker) -> No
     assert resp.responses[0].partition_responses[0].base_offset == 0  # nothing went in before
 
 
-@pytest.mark.parametrize("version", range(1, 10))
+@pytest.mark.parametrize("version", range(1, 12))
 async def test_list_offsets_every_version(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
     broker = await run_broker()
     c = await AsyncWireClient.connect(address(broker))
@@ -132,7 +132,9 @@ async def test_list_offsets_every_version(run_broker, version: int) -> None:  # 
     async def ask(timestamp: int) -> tuple[int, int, int]:
         part = ListOffsetsRequest.Topic.Partition(partition_index=0, timestamp=timestamp)
         req = ListOffsetsRequest(
-            replica_id=-1, topics=[ListOffsetsRequest.Topic(name="t", partitions=[part])]
+            replica_id=-1,
+            topics=[ListOffsetsRequest.Topic(name="t", partitions=[part])],
+            timeout_ms=1,  # v10+: no remote storage to wait for
         )
         (p,) = (await c.request(req, version)).topics[0].partitions
         return p.error_code, p.offset, p.timestamp
@@ -140,12 +142,14 @@ async def test_list_offsets_every_version(run_broker, version: int) -> None:  # 
     assert await ask(-2) == (0, 1, -1)
     assert await ask(-1) == (0, 4, -1)
     assert await ask(1_002) == (0, 2, 1_002)
-    if version >= 7:
-        assert await ask(-3) == (0, 3, 1_003)
-    if version >= 8:  # the local log start: no tiered storage, so the log start
-        assert await ask(-4) == (0, 1, -1)
-    if version >= 9:  # the last tiered offset: none
-        assert await ask(-5) == (0, -1, -1)
+    unsupported = (ErrorCode.UNSUPPORTED_VERSION, -1, -1)  # a special timestamp too new
+    assert await ask(-3) == ((0, 3, 1_003) if version >= 7 else unsupported)
+    # the local log start: no tiered storage, so the log start
+    assert await ask(-4) == ((0, 1, -1) if version >= 8 else unsupported)
+    # the last tiered offset, and the earliest pending upload (KIP-1023): none
+    assert await ask(-5) == ((0, -1, -1) if version >= 9 else unsupported)
+    assert await ask(-6) == ((0, -1, -1) if version >= 11 else unsupported)
+    assert (await ask(-7))[0] == ErrorCode.INVALID_REQUEST  # no such special timestamp
 
 
 @pytest.mark.parametrize("version", range(4, 14))

@@ -2,7 +2,7 @@
 Kafka 3.9's for the controller APIs 4.0 removed), kafka-python's encoder/decoder and kio's.
 Nothing here is used by the broker at run time.
 
-- ``kafka_schema(name)``: Kafka's JSON message definition, the specification, with its
+- ``kafka_schema(name, version)``: Kafka's JSON message definition, the specification, with its
   ``commonStructs`` resolved in place.
 - ``our_structure(cls, version, flexible)`` / ``kafka_structure(fields, version, flexible)``:
   the fields a version has, in order, with type, nullability, tag, default and
@@ -41,34 +41,51 @@ from trio_broker.protocol.schema import (
     VersionRange,
 )
 
-from . import kafka3_schemas
+from . import kafka3_schemas, kafka4_3_schemas
 
 RESOURCES = Path(kafka.protocol.__file__).parent / "schemas" / "resources"
-# Kafka 3.9's definitions of the controller APIs that Kafka 4.0 removed (LeaderAndIsr,
-# StopReplica, UpdateMetadata, ControlledShutdown): kafka-python 3 does not ship them; and of APIs whose old
-# versions 4.0 removed and we serve (DescribeConfigs v0, WriteTxnMarkers v0).
+# The specification, newest release first: Kafka 4.3's definitions of every API served at
+# a 4.x version; Kafka 3.9's of the controller APIs that Kafka 4.0 removed (LeaderAndIsr,
+# StopReplica, UpdateMetadata, ControlledShutdown) and of the versions 4.0 removed from
+# APIs we serve (DescribeConfigs v0, WriteTxnMarkers v0), and the group heartbeats' that
+# the broker lists only to refuse.
+KAFKA4_RESOURCES = Path(kafka4_3_schemas.__file__).parent
 KAFKA3_RESOURCES = Path(kafka3_schemas.__file__).parent
+SCHEMA_DIRS = (KAFKA4_RESOURCES, KAFKA3_RESOURCES)
 
 
-def schema_path(name: str) -> Path:
-    """Kafka 3.9's definition where we keep one (it has the versions 4.0 removed), else
-    kafka-python's (Kafka 4's)."""
-    path = KAFKA3_RESOURCES / f"{name}.json"
-    return path if path.exists() else RESOURCES / f"{name}.json"
+def schema_path(name: str, version: int | None = None) -> Path:
+    """The newest release's definition of ``name`` that has ``version`` (None: any)."""
+    for folder in SCHEMA_DIRS:
+        path = folder / f"{name}.json"
+        if path.exists() and (version is None or version in _valid_versions(path)):
+            return path
+    raise LookupError(f"no definition of {name} v{version}")
 
 
 @functools.cache
-def _load_schema(name: str) -> dict[str, Any]:
-    text = re.sub(r"^\s*//.*$", "", schema_path(name).read_text(), flags=re.M)
+def _valid_versions(path: Path) -> VersionRange:
+    return VersionRange.parse(_read_json(path)["validVersions"])
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    text = re.sub(r"^\s*//.*$", "", path.read_text(), flags=re.M)
     schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@functools.cache
+def _load_schema(path: Path) -> dict[str, Any]:
+    schema = _read_json(path)
     common = {s["name"]: s["fields"] for s in schema.get("commonStructs", ())}
     _resolve_common(schema["fields"], common)
     return schema
 
 
-def kafka_schema(name: str) -> dict[str, Any]:
-    """Kafka's definition of message ``name``; references to common structs are inlined."""
-    return copy.deepcopy(_load_schema(name))
+def kafka_schema(name: str, version: int | None = None) -> dict[str, Any]:
+    """Kafka's definition of message ``name`` (the newest release's that has ``version``);
+    references to common structs are inlined."""
+    return copy.deepcopy(_load_schema(schema_path(name, version)))
 
 
 def _resolve_common(fields: list[dict[str, Any]], common: dict[str, Any]) -> None:
@@ -100,14 +117,22 @@ _IMPLICIT = {
 }
 
 
-def _json_default(f: dict[str, Any]) -> Any:
-    """A JSON field's default as our declarations express it."""
+def _json_default(f: dict[str, Any], response: bool = False) -> Any:
+    """A JSON field's default as our declarations express it.
+
+    One deliberate difference: in a response, a string that is nullable in every version
+    it exists in and has no default in the JSON defaults to null in ours, where Kafka's
+    generated class starts at "". Kafka's handlers set such a field to null unless they
+    have something to say ("null if there was no error"); a handler of ours that forgets
+    it sends null, not "" (tests/protocol/test_null_defaults.py)."""
     typ: str = f["type"]
     raw = f.get("default")
     if typ.startswith("[]"):
         return None if raw == "null" else "[]"
     if "fields" in f:
         return None if raw == "null" else "struct"
+    if raw is None and response and typ == "string" and _null_wherever_present(f):
+        return None
     if raw is None:
         return _IMPLICIT.get(typ, 0)
     raw = str(raw)
@@ -130,7 +155,16 @@ def _our_default(f: FieldSpec) -> Any:
     return f.default
 
 
-def kafka_structure(fields: list[dict[str, Any]], version: int, flexible: bool) -> list[Any]:
+def _null_wherever_present(f: dict[str, Any]) -> bool:
+    """Whether a JSON field is nullable in every version it exists in."""
+    present = _versions(f.get("versions"))
+    nullable = _versions(f.get("nullableVersions"))
+    return not nullable.empty and nullable.lo <= present.lo and nullable.hi >= present.hi
+
+
+def kafka_structure(
+    fields: list[dict[str, Any]], version: int, flexible: bool, response: bool = False
+) -> list[Any]:
     out: list[Any] = []
     for f in fields:
         if version not in _versions(f.get("versions")):
@@ -144,9 +178,11 @@ def kafka_structure(fields: list[dict[str, Any]], version: int, flexible: bool) 
                 typ.startswith("[]"),
                 version in _versions(f.get("nullableVersions")),
                 f["tag"] if tagged and flexible else None,
-                _json_default(f),
+                _json_default(f, response),
                 bool(f.get("ignorable", False)),
-                kafka_structure(f["fields"], version, flexible) if "fields" in f else None,
+                kafka_structure(f["fields"], version, flexible, response)
+                if "fields" in f
+                else None,
             )
         )
     return out

@@ -151,7 +151,7 @@ def test_bad_request_header(case: BadHeaderCase) -> None:
         decode_request_header(case.frame)
 
 
-@pytest.mark.parametrize(("api_key", "version"), [(18, 5), (18, -1), (3, 13), (0, 2), (1, 3)])
+@pytest.mark.parametrize(("api_key", "version"), [(18, 5), (18, -1), (3, 14), (0, 2), (1, 3)])
 def test_unsupported_version_yields_header_then_refuses_body(api_key: int, version: int) -> None:
     frame = fixed(api_key, version, 5) + b"\x00\x01c" + b"\x00"
     header, spec, offset = decode_request_header(frame)
@@ -258,7 +258,7 @@ def test_request_round_trip(api_key: int, version: int, client_id: str | None) -
     kp = to_kafka_python(
         body,
         kafka_python_class(spec.request),
-        kafka_schema(spec.request.__name__)["fields"],
+        kafka_schema(spec.request.__name__, version)["fields"],
         version,
     )
     assert kafka_python_request_frame(kp, version, 1234, client_id) == frame
@@ -275,7 +275,7 @@ def test_response_round_trip(api_key: int, version: int) -> None:
     kp = to_kafka_python(
         body,
         kafka_python_class(spec.response),
-        kafka_schema(spec.response.__name__)["fields"],
+        kafka_schema(spec.response.__name__, version)["fields"],
         version,
     )
     kp.with_header(correlation_id=-7)

@@ -147,7 +147,7 @@ def test_round_trip(cls: type[Message], data: st.DataObject) -> None:
     assert buf.getvalue() == raw
     assert entity_reader(kio_cls)(raw, 0) == (kio_value, len(raw))
 
-    schema = kafka_schema(cls.__name__)
+    schema = kafka_schema(cls.__name__, version)
     kp_value = to_kafka_python(value, kafka_python_class(cls), schema["fields"], version)
     theirs = bytes(kp_value.encode(version=version, header=False))
     if has_default_tagged_struct(value, version):

@@ -131,3 +131,64 @@ async def test_a_commit_decided_before_a_crash_is_completed_on_restart(
         assert await again.end_txn("app", pid, epoch, True) == 0
         nursery.cancel_scope.cancel()
     assert stored_states(topic)[-1] is TxnState.COMPLETE_COMMIT
+
+
+async def test_transaction_version_2_ends_bump_the_epoch_and_survive_a_restart(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """KIP-890 part 2: each EndTxn v5 bumps the epoch (the markers carry the new one), a
+    retry from before the bump gets the same answer, an abort with nothing added still
+    bumps it, a commit with nothing added is refused; an exhausted epoch moves the producer
+    to a new id at epoch 0; the version and the next id are in ``__transaction_state``."""
+    topic, partitions = MemoryTopic(1), Partitions()
+    c = coordinator(topic, partitions)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(c.run)
+        _, pid, epoch = await c.init_producer_id("app", 60_000)
+        assert await c.add_partitions("app", pid, epoch, [("t", 0)]) == 0  # a leader's
+        assert await c.end_transaction("app", pid, epoch, True, bump=True) == (0, pid, 1)
+        (marker,) = partitions.markers
+        assert (marker.commit, marker.producer_epoch) == (True, 1)  # the bumped epoch
+        # the answer was lost: the retry, from epoch 0, gets it again
+        assert await c.end_transaction("app", pid, 0, True, bump=True) == (0, pid, 1)
+        assert await c.end_transaction("app", pid, 0, False, bump=True) == (
+            ErrorCode.PRODUCER_FENCED,
+            -1,
+            -1,
+        )
+        # a late batch of epoch 0 cannot join the next transaction
+        assert await c.add_partitions("app", pid, 0, [("t", 1)]) == ErrorCode.PRODUCER_FENCED
+        assert await c.end_transaction("app", pid, 1, False, bump=True) == (0, pid, 2)
+        assert len(partitions.markers) == 1  # nothing was added: no markers
+        assert await c.end_transaction("app", pid, 2, True, bump=True) == (
+            ErrorCode.INVALID_TXN_STATE,
+            -1,
+            -1,
+        )
+
+        # the epoch runs out: the end moves the producer to a new id
+        c.txns["app"] = c.txns["app"].moved(producer_epoch=2**15 - 2)
+        assert await c.add_partitions("app", pid, 2**15 - 2, [("t", 0)]) == 0
+        error, new_pid, new_epoch = await c.end_transaction("app", pid, 2**15 - 2, True, bump=True)
+        assert (error, new_epoch) == (0, 0) and new_pid != pid
+        assert partitions.markers[-1].producer_id == pid
+        assert partitions.markers[-1].producer_epoch == 2**15 - 1
+        assert await c.end_transaction("app", pid, 2**15 - 2, True, bump=True) == (
+            0,
+            new_pid,
+            0,
+        )
+        meta = c.txns["app"]
+        assert (meta.producer_id, meta.producer_epoch, meta.client_tv) == (new_pid, 0, 2)
+        c.stop()
+
+    again = coordinator(topic, partitions)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(again.run)
+        meta = again.txns["app"]
+        assert (meta.producer_id, meta.producer_epoch, meta.client_tv) == (new_pid, 0, 2)
+        assert meta.state is TxnState.COMPLETE_COMMIT
+        # the new id goes on: its first transaction ends at epoch 1
+        assert await again.add_partitions("app", new_pid, 0, [("t", 0)]) == 0
+        assert await again.end_transaction("app", new_pid, 0, True, bump=True) == (0, new_pid, 1)
+        nursery.cancel_scope.cancel()

@@ -3,7 +3,9 @@
 v0 asks for all topics with an empty list, v1+ with null. Unknown topics are created when
 both the request (v4+) and ``auto.create.topics.enable`` allow it; otherwise they come back
 with UNKNOWN_TOPIC_OR_PARTITION. From v10 topic ids are returned, from v12 topics may be
-asked for by id. Endpoints are those of the listener the request arrived on.
+asked for by id, and v13 has a top-level error code (KIP-1102's REBOOTSTRAP_REQUIRED, which
+this broker has no cause to send: always NONE). Endpoints are those of the listener the
+request arrived on.
 
 Authorization, as Kafka: topics the principal may not DESCRIBE are left out of an
 all-topics answer and are TOPIC_AUTHORIZATION_FAILED when named (existing or not, so

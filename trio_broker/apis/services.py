@@ -507,10 +507,14 @@ class BrokerView(Protocol):
         ...
 
     async def alter_reassignments(
-        self, targets: Mapping[tuple[str, int], list[int] | None], timeout_ms: int
+        self,
+        targets: Mapping[tuple[str, int], list[int] | None],
+        timeout_ms: int,
+        allow_rf_change: bool = True,
     ) -> tuple[int, dict[tuple[str, int], tuple[int, str | None]]]:
         """(top-level error code, (error code, message) per partition): reassignments
-        begun, or cancelled (None); NOT_CONTROLLER on other brokers."""
+        begun, or cancelled (None); NOT_CONTROLLER on other brokers. ``allow_rf_change``
+        False refuses a target of another replica count (INVALID_REPLICATION_FACTOR)."""
         ...
 
     def list_reassignments(

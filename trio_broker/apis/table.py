@@ -22,6 +22,7 @@ from .admin import (
     client_quotas,
     cluster,
     configs,
+    describe_topics,
     elections,
     reassignments,
     scram_credentials,
@@ -91,6 +92,11 @@ API_TABLE = ApiTable(
         ApiEntry(messages.offsets.DELETE_RECORDS, delete_records.handle),
         ApiEntry(messages.offsets.OFFSET_FOR_LEADER_EPOCH, leader_epochs.handle),
         ApiEntry(messages.configs.DESCRIBE_CONFIGS, configs.handle),
+        ApiEntry(messages.configs.LIST_CONFIG_RESOURCES, configs.list_config_resources),
+        ApiEntry(
+            messages.metadata.DESCRIBE_TOPIC_PARTITIONS,
+            describe_topics.describe_topic_partitions,
+        ),
         ApiEntry(messages.log_dirs.DESCRIBE_LOG_DIRS, cluster.describe_log_dirs),
         ApiEntry(messages.cluster.DESCRIBE_CLUSTER, cluster.describe_cluster),
         ApiEntry(messages.configs.ALTER_CONFIGS, alter_configs.handle_alter),
@@ -152,13 +158,10 @@ API_TABLE = ApiTable(
     ]
 )
 
-# Served in a ZooKeeper cluster only: a broker on its own has no controller to ask and no
-# other broker to move a partition to (``Broker`` leaves them out of its table).
-ZOOKEEPER_ONLY = (
-    ApiKey.ControlledShutdown,
-    ApiKey.AlterPartitionReassignments,
-    ApiKey.ListPartitionReassignments,
-)
+# Served in a ZooKeeper cluster only: a broker on its own has no controller to ask
+# (``Broker`` leaves it out of its table). The reassignment APIs are served on one broker
+# too, as Kafka serves them there (``coordination.ControllerRequests``).
+ZOOKEEPER_ONLY = (ApiKey.ControlledShutdown,)
 # The table of a broker on its own (the same object every time: a test checks that fault
 # injection, when off, leaves the plain table in the request path).
 SINGLE_BROKER_TABLE = API_TABLE.without(*ZOOKEEPER_ONLY)

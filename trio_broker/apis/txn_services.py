@@ -71,14 +71,40 @@ class TransactionsView(Protocol):
         self, transactional_id: str, producer_id: int, epoch: int, group_id: str
     ) -> int: ...
 
+    async def add_partitions_for_leader(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Sequence[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]:
+        """KIP-890 part 2: partitions this broker leads join a producer's transaction at
+        its coordinator (here or elsewhere), as their transactional batches arrive."""
+        ...
+
+    async def add_offsets_for_leader(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str
+    ) -> int:
+        """KIP-890 part 2: the group's offsets partition joins (TxnOffsetCommit v5+)."""
+        ...
+
     async def end_txn(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
-    ) -> int: ...
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, bump: bool
+    ) -> tuple[int, int, int]:
+        """(error, the producer id and epoch to go on with); ``bump``: EndTxn v5's end
+        of transaction version 2, which bumps the epoch."""
+        ...
 
     def describe(self, transactional_id: str) -> tuple[int, TxnDescription | None]: ...
 
     def listing(
-        self, states: Sequence[str], producer_ids: Sequence[int], min_duration_ms: int
+        self,
+        states: Sequence[str],
+        producer_ids: Sequence[int],
+        min_duration_ms: int,
+        id_pattern: str | None = None,
     ) -> tuple[int, list[str], list[TxnDescription]]:
-        """(error, the state filters not known, the ids that pass the filters)."""
+        """(error, the state filters not known, the ids that pass the filters: the
+        states, producer ids, the transaction's age and ``id_pattern``, a regular
+        expression the whole id must match; INVALID_REGULAR_EXPRESSION if it is none)."""
         ...

@@ -1,14 +1,18 @@
-"""DescribeCluster v0-v1 (key 60) and DescribeLogDirs v1-v4 (key 35): the cluster and
+"""DescribeCluster v0-v2 (key 60) and DescribeLogDirs v1-v5 (key 35): the cluster and
 this broker's log directories, for admin clients.
 
 DescribeCluster (KIP-700) answers the brokers (their endpoints on the request's listener),
 the controller and the cluster id, as Metadata does (waiting as it does, in a ZooKeeper
 cluster, for the controller to have described the cluster), and on request the principal's
 authorized operations on the cluster; v1's endpoint type 2 (KRaft controllers) is
-UNSUPPORTED_ENDPOINT_TYPE, as a ZooKeeper-era or broker listener answers it.
+UNSUPPORTED_ENDPOINT_TYPE, as a ZooKeeper-era or broker listener answers it. v2 (KIP-1073)
+says of each broker whether it is fenced, and lists fenced brokers only when asked: a
+broker of a ZooKeeper cluster is live once registered and never fenced (KRaft's state), so
+every broker is answered unfenced either way.
 DescribeLogDirs (KIP-113) answers each log dir with the partitions it holds (all, or those
 asked for), their sizes, offset lag 0 (the high watermark is the log end here) and, from
-v4, the volume's total and usable bytes. It needs DESCRIBE on the cluster, else
+v4, the volume's total and usable bytes; v5's IsCordoned (KIP-1066) is false, as no log
+dir is ever cordoned here (there is no cordoning). It needs DESCRIBE on the cluster, else
 CLUSTER_AUTHORIZATION_FAILED (v3+) and no dirs, as Kafka.
 """
 

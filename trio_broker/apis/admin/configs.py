@@ -14,6 +14,15 @@ cluster-wide default (only the keys set at that level, as Kafka answers); any ot
 INVALID_REQUEST, in Kafka's words. A topic needs DESCRIBE_CONFIGS on it
 (TOPIC_AUTHORIZATION_FAILED), the broker DESCRIBE_CONFIGS on the cluster
 (CLUSTER_AUTHORIZATION_FAILED).
+
+ListConfigResources (74) lists the resources that have configs, as Kafka 4.1+'s
+``handleListConfigResources``: DESCRIBE_CONFIGS on the cluster or
+CLUSTER_AUTHORIZATION_FAILED; the types asked for (none: every type of the version, v0
+client metrics only, v1 topics, brokers, broker loggers, client metrics and groups), any
+other type UNSUPPORTED_VERSION with nothing listed; in Kafka's order: groups with configs
+(none here: group configs are not served), client metrics subscriptions (none yet), broker
+loggers and brokers (each broker with an endpoint on the request's listener), topics (all,
+internal ones too). Each type's names are sorted.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from typing import Any
 
 from ...protocol.api import ApiKey, spec_for
 from ...protocol.errors import ErrorCode
+from ...protocol.messages.configs import ListConfigResourcesRequest, ListConfigResourcesResponse
 from ...protocol.schema import item_type
 from ..authz import TOPIC as TOPIC_RESOURCE
 from ..authz import Op, allowed, cluster_allowed
@@ -35,7 +45,10 @@ Result: Any = item_type(DescribeConfigsResponse, "results")
 Entry: Any = item_type(Result, "configs")
 Synonym: Any = item_type(Entry, "synonyms")
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+# ListConfigResources: the types each version lists (Kafka's supportedResourceTypes)
+LISTED_TYPES = {0: frozenset({CLIENT_METRICS})}
+LISTED_TYPES_V1 = frozenset({TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP})
 DEFAULT_CONFIG = 5  # DescribeConfigsResponse.ConfigSource: v0 says only is_default
 
 # DescribeConfigsResponse.ConfigType
@@ -102,3 +115,34 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             if keys is None or e.name in keys
         ]
     return DescribeConfigsResponse(throttle_time_ms=ctx.throttle_time_ms, results=results)
+
+
+async def list_config_resources(
+    ctx: RequestContext, req: ListConfigResourcesRequest
+) -> ListConfigResourcesResponse:
+    broker = ctx.broker
+    answer = ListConfigResourcesResponse(throttle_time_ms=ctx.throttle_time_ms)
+    if not cluster_allowed(ctx, Op.DESCRIBE_CONFIGS):
+        answer.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return answer
+    supported = LISTED_TYPES.get(ctx.api_version, LISTED_TYPES_V1)
+    wanted = set(req.resource_types) if ctx.api_version >= 1 and req.resource_types else supported
+    if not wanted <= supported:
+        answer.error_code = ErrorCode.UNSUPPORTED_VERSION
+        return answer
+    brokers = sorted({e.node_id for e in broker.endpoints(ctx.listener)})
+    names: dict[int, list[str]] = {
+        GROUP: [],  # group configs (KIP-848's) are not served: no group has any
+        CLIENT_METRICS: [],  # client metrics subscriptions (KIP-714) are not served yet
+        BROKER_LOGGER: [str(b) for b in brokers],
+        BROKER: [str(b) for b in brokers],
+        TOPIC: sorted(t.name for t in broker.topics()),
+    }
+    Resource = ListConfigResourcesResponse.ConfigResource
+    answer.config_resources = [
+        Resource(resource_name=name, resource_type=kind)
+        for kind in (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)
+        if kind in wanted
+        for name in names[kind]
+    ]
+    return answer

@@ -1,4 +1,4 @@
-"""Fetch v4-v17: read record batches as they are stored, waiting in the purgatory.
+"""Fetch v4-v18: read record batches as they are stored, waiting in the purgatory.
 
 Limits: ``max_bytes`` over the whole response and ``partition_max_bytes`` per partition;
 the first batch of the first partition that has data is returned even when it is larger,
@@ -23,7 +23,12 @@ without records, its growth does not complete a parked fetch (Kafka's DelayedFet
 the bytes a follower is sent count against that throttle (``replication_sent``); a
 consumer's response counts its partitions' bytes and fetches (``consumer_fetched``). From v16
 a partition whose leader moved names the current leader, and the response the leaders'
-endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD: read, unused.
+endpoints (KIP-951). v17's replica directory id is for KRaft's JBOD: read, unused. From
+v18 a follower says which high watermark it knows (KIP-1166): a follower behind the
+leader's is answered at once, and a parked follower fetch completes as soon as the
+leader's high watermark passes the follower's, so that the follower learns it without
+waiting for new records or ``max_wait_ms`` (a consumer's value, or none sent, changes
+nothing).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any
 
 from ...protocol.api import ApiKey, spec_for
 from ...protocol.errors import ErrorCode
+from ...protocol.messages.fetch import NO_HIGH_WATERMARK_SENT
 from ...protocol.schema import ZERO_UUID, item_type
 from ..authz import TOPIC, Op, allowed, cluster_allowed
 from ..context import RequestContext
@@ -99,10 +105,14 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
         return name is not None and not allowed(ctx, Op.READ, TOPIC, name)
 
     asked: list[tuple[Key, CachedPartition]] = []
+    # KIP-1166: the high watermark each partition's follower knows, where it says
+    known_hw: dict[Key, int] = {}
     for t in req.topics:
         topic_id = t.topic_id if v >= 13 else ZERO_UUID
         name = name_of(t.topic if v < 13 else None, topic_id)
         for p in t.partitions:
+            if v >= 18 and follower and p.high_watermark != NO_HIGH_WATERMARK_SENT:
+                known_hw[_key(v, t.topic, topic_id, p.partition)] = p.high_watermark
             asked.append(
                 (
                     _key(v, t.topic, topic_id, p.partition),
@@ -255,8 +265,20 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
             base.pop((w.topic, w.partition), None)  # its growth is no news
     available = sum(r.size for r in results)
     errors = any(r.error_code != ErrorCode.NONE or r.diverging_epoch for r in results)
-    if req.max_wait_ms <= 0 or available >= req.min_bytes or errors or not wanted:
+    behind = any(
+        r.high_watermark > known_hw[w.key]
+        for w, r in zip(wanted, results, strict=True)
+        if w.key in known_hw and not r.error_code
+    )
+    if req.max_wait_ms <= 0 or available >= req.min_bytes or errors or behind or not wanted:
         return respond(results)
+    # KIP-1166: a parked follower fetch completes once the leader's high watermark
+    # passes the one the follower knows.
+    watched_hw = {
+        (w.topic, w.partition): known_hw[w.key]
+        for w in wanted
+        if w.key in known_hw and w.topic is not None and not w.denied
+    }
 
     # Parked: complete once min_bytes exist, counting what the first read found plus
     # what the logs have grown by since it began (bytes appended during it may count
@@ -270,6 +292,10 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     # it waits for that to move (any move counts as enough), not for the log to grow.
 
     def ready() -> bool:
+        for key, known in watched_hw.items():
+            leader_hw = broker.consumer_horizon(*key)
+            if leader_hw is not None and leader_hw > known:
+                return True
         grown = 0
         for key, size in base.items():
             now = broker.log_size(*key)

@@ -1,4 +1,4 @@
-"""Produce v3-v11: append record batches, validated by header and CRC, never decoded.
+"""Produce v3-v13: append record batches, validated by header and CRC, never decoded.
 
 acks=0 gets no response (the no-op action); if one of its partitions failed, the client
 cannot learn it from a response it does not read, so the connection is closed, as Kafka
@@ -16,6 +16,16 @@ partitions, nothing appended. From v10 (KIP-951), a partition answered
 NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader and epoch, and
 the response the endpoints of those leaders on the request's listener, so the producer
 goes there without a metadata round trip.
+
+Transactions version 2 (KIP-890 part 2): from v12 a producer sends no AddPartitionsToTxn;
+each partition this broker leads that gets a transactional batch first joins the batch's
+producer id and epoch's transaction at its coordinator (here, or another broker's over
+AddPartitionsToTxn v5), and is appended only then. The coordinator's refusals answer the
+partition, as Kafka's AddPartitionsToTxnManager maps them: PRODUCER_FENCED is
+INVALID_PRODUCER_EPOCH (a batch of an epoch an end has bumped past), a coordinator that is
+moving or busy (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
+CONCURRENT_TRANSACTIONS) NOT_ENOUGH_REPLICAS, which producers retry. v13 (KIP-516) names
+topics by id, in the request and the answer; an id no topic has is UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
@@ -48,17 +58,23 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     # go to the broker together (one storage job for the whole request).
     answers: list[list[WriteResult | None]] = []
     todo: list[tuple[str, int, Any]] = []
+    names = [_name_of(ctx, topic) for topic in req.topic_data]  # v13: by id (None: unknown)
     txn_refused = _has_transactional_records(req) and not (
         req.transactional_id is not None
         and allowed(ctx, Op.WRITE, TRANSACTIONAL_ID, req.transactional_id)
     )
-    for topic in req.topic_data:
-        may_write = allowed(ctx, Op.WRITE, TOPIC, topic.name)
+    may_write = [name is not None and allowed(ctx, Op.WRITE, TOPIC, name) for name in names]
+    joined: dict[tuple[str, int], int] = {}
+    if ctx.api_version >= 12 and req.transactional_id is not None and not txn_refused:
+        joined = await _join_transaction(ctx, req, names, may_write)
+    for topic, name, may in zip(req.topic_data, names, may_write, strict=True):
         row: list[WriteResult | None] = []
         for data in topic.partition_data:
-            if txn_refused:
+            if name is None:
+                row.append(WriteResult(ErrorCode.UNKNOWN_TOPIC_ID))
+            elif txn_refused:
                 row.append(WriteResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
-            elif not may_write:
+            elif not may:
                 row.append(WriteResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif acks not in (-1, 0, 1):
                 row.append(
@@ -67,9 +83,11 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                         error_message=f"acks={acks} is not -1, 0 or 1",
                     )
                 )
+            elif joined.get((name, data.index)):
+                row.append(WriteResult(joined[(name, data.index)]))
             else:
                 row.append(None)
-                todo.append((topic.name, data.index, data.records))
+                todo.append((name, data.index, data.records))
         answers.append(row)
     written = iter(await ctx.broker.produce_many(todo, acks) if todo else [])
     results = [
@@ -77,10 +95,10 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     ]
     if acks == -1:
         waiting = [
-            (topic.name, data.index, r)
-            for topic, row in zip(req.topic_data, results, strict=True)
+            (name, data.index, r)
+            for topic, name, row in zip(req.topic_data, names, results, strict=True)
             for data, r in zip(topic.partition_data, row, strict=True)
-            if r.error_code == ErrorCode.NONE and r.required_offset >= 0
+            if name is not None and r.error_code == ErrorCode.NONE and r.required_offset >= 0
         ]
         broker = ctx.broker
 
@@ -100,7 +118,7 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                     status = ErrorCode.REQUEST_TIMED_OUT
                 if status != ErrorCode.NONE:
                     r.error_code, r.base_offset = status, -1
-            return _respond(ctx, req, results, acks)
+            return _respond(ctx, req, names, results, acks)
 
         if waiting and not settled():
             # Parked in the produce purgatory until the ISR has the records (Kafka's
@@ -117,7 +135,61 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 purgatory="produce",
             )
         return answer()
-    return _respond(ctx, req, results, acks)
+    return _respond(ctx, req, names, results, acks)
+
+
+def _name_of(ctx: RequestContext, topic: Any) -> str | None:
+    """A request topic's name: its own before v13, its id's from v13 (None: no topic)."""
+    if ctx.api_version < 13:
+        return str(topic.name)
+    info = ctx.broker.topic_by_id(topic.topic_id)
+    return info.name if info is not None else None
+
+
+# What a leader answers for the coordinator's refusals of a partition (Kafka's
+# AddPartitionsToTxnManager): a retriable NOT_ENOUGH_REPLICAS while the coordinator moves.
+_JOIN_ERRORS: dict[int, int] = {
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
+}
+
+
+async def _join_transaction(
+    ctx: RequestContext, req: Any, names: list[str | None], may_write: list[bool]
+) -> dict[tuple[str, int], int]:
+    """KIP-890 part 2: the partitions this broker leads that get a transactional batch
+    join the batch's producer's transaction; each one's error (0: joined)."""
+    broker = ctx.broker
+    wanted: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for topic, name, may in zip(req.topic_data, names, may_write, strict=True):
+        info = broker.topic(name) if name is not None and may else None
+        if info is None:
+            continue
+        led = {p.index for p in info.partitions if p.leader == broker.broker_id}
+        for data in topic.partition_data:
+            producer = _transactional_producer(data.records)
+            if producer is not None and data.index in led:
+                wanted.setdefault(producer, []).append((info.name, data.index))
+    joined: dict[tuple[str, int], int] = {}
+    for (producer_id, epoch), partitions in wanted.items():
+        added = await broker.transactions.add_partitions_for_leader(
+            req.transactional_id, producer_id, epoch, partitions
+        )
+        joined.update({tp: int(_JOIN_ERRORS.get(code, code)) for tp, code in added.items()})
+    return joined
+
+
+def _transactional_producer(records: Any) -> tuple[int, int] | None:
+    """The producer id and epoch of the first transactional batch (headers only)."""
+    if records is None:
+        return None
+    for header, _ in iter_batches(records):
+        if header.attributes & TRANSACTIONAL_MASK:
+            return header.producer_id, header.producer_epoch
+    return None
 
 
 def _has_transactional_records(req: Any) -> bool:
@@ -131,10 +203,16 @@ def _has_transactional_records(req: Any) -> bool:
     )
 
 
-def _respond(ctx: RequestContext, req: Any, results: list[list[WriteResult]], acks: int) -> Any:
+def _respond(
+    ctx: RequestContext,
+    req: Any,
+    names: list[str | None],
+    results: list[list[WriteResult]],
+    acks: int,
+) -> Any:
     failed = False
     topics = []
-    for topic, row in zip(req.topic_data, results, strict=True):
+    for topic, name, row in zip(req.topic_data, names, results, strict=True):
         partitions = []
         for data, result in zip(topic.partition_data, row, strict=True):
             failed = failed or result.error_code != ErrorCode.NONE
@@ -152,7 +230,13 @@ def _respond(ctx: RequestContext, req: Any, results: list[list[WriteResult]], ac
                     error_message=result.error_message,
                 )
             )
-        topics.append(TopicResponse(name=topic.name, partition_responses=partitions))
+        topics.append(
+            TopicResponse(
+                name=name or "",
+                topic_id=topic.topic_id if ctx.api_version >= 13 else None,
+                partition_responses=partitions,
+            )
+        )
     if acks == 0:
         return CloseConnection("a produce with acks=0 failed") if failed else None
     endpoints = (

@@ -1,5 +1,5 @@
 """Group membership APIs: FindCoordinator v0-6, JoinGroup v0-9, SyncGroup v0-5,
-Heartbeat v0-4, LeaveGroup v0-5, DescribeGroups v0-5, ListGroups v0-5, DeleteGroups v0-2.
+Heartbeat v0-4, LeaveGroup v0-5, DescribeGroups v0-6, ListGroups v0-5, DeleteGroups v0-2.
 
 Thin: each handler turns its request into a call on the group coordinator (through
 ``ctx.broker``) and the answer into a response of the request's version; they must not
@@ -22,6 +22,10 @@ Authorization, as Kafka: FindCoordinator and DescribeGroups need DESCRIBE on the
 JoinGroup, SyncGroup, Heartbeat and LeaveGroup READ, DeleteGroups DELETE; else
 GROUP_AUTHORIZATION_FAILED. ListGroups lists every group to a principal with DESCRIBE on
 the cluster, else only the groups it may DESCRIBE.
+
+DescribeGroups of a group that does not exist answers it Dead with no members before v6,
+and from v6 GROUP_ID_NOT_FOUND with Kafka's message ("Group g not found.") and an empty
+state (KIP-1043).
 """
 
 from __future__ import annotations
@@ -326,6 +330,20 @@ async def describe_groups(
             else NOT_REQUESTED_OPERATIONS
         )
         d = coordinator.describe_group(group_id)
+        if ctx.api_version >= 6 and d.error_code == ErrorCode.NONE and d.state == DEAD:
+            groups.append(
+                Described(
+                    error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                    error_message=f"Group {group_id} not found.",
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=NOT_REQUESTED_OPERATIONS,
+                )
+            )
+            continue
         groups.append(
             DescribeGroupsResponse.DescribedGroup(
                 error_code=d.error_code,
@@ -352,6 +370,9 @@ async def describe_groups(
 
 # ------------------------------------------------------------------ ListGroups
 
+
+# The state of a group that does not exist (Kafka's classic group state DEAD).
+DEAD = "Dead"
 
 # Every group here is a classic one (JoinGroup/SyncGroup, or offsets only); KIP-848's
 # "consumer" groups are not served.

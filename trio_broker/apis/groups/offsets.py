@@ -1,4 +1,4 @@
-"""Committed offsets APIs: OffsetCommit v2-9, OffsetFetch v1-9, OffsetDelete v0.
+"""Committed offsets APIs: OffsetCommit v2-10, OffsetFetch v1-10, OffsetDelete v0.
 
 Thin: partitions of topics that do not exist are answered UNKNOWN_TOPIC_OR_PARTITION here
 (OffsetCommit, OffsetDelete), the rest goes to the group coordinator through
@@ -11,7 +11,11 @@ of the group's offsets; v8 asks for several groups at once. v9 (KIP-848) is v8 f
 classic groups served here: OffsetCommit's generation is the classic generation, a commit
 with a generation >= 0 to a group that does not exist is GROUP_ID_NOT_FOUND (older versions:
 ILLEGAL_GENERATION), and OffsetFetch's member id and epoch are not checked (Kafka checks
-them only for consumer-protocol groups).
+them only for consumer-protocol groups). v10 (KIP-848) names topics by id, in the request
+and the answer: an id no topic has is UNKNOWN_TOPIC_ID for each of its partitions (after
+the group's authorization, as Kafka checks), and OffsetFetch of all a group's offsets
+answers each topic by its id (offsets of a topic that no longer exists are left out: v10
+cannot name it). Offsets are kept by topic name, as ``__consumer_offsets`` holds them.
 
 Authorization, as Kafka: OffsetCommit needs READ on the group (else every partition is
 GROUP_AUTHORIZATION_FAILED) and READ on each topic (TOPIC_AUTHORIZATION_FAILED);
@@ -22,6 +26,7 @@ topics out; OffsetDelete DELETE on the group and READ on each topic.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,26 +52,42 @@ from ..group_services import (
 # ------------------------------------------------------------------ OffsetCommit
 
 
+def _name_of(ctx: RequestContext, topic_id: uuid.UUID) -> str | None:
+    """The name of the topic with ``topic_id`` (v10+), or None if no topic has it."""
+    info = ctx.broker.topic_by_id(topic_id)
+    return info.name if info is not None else None
+
+
+def _id_of(ctx: RequestContext, name: str) -> uuid.UUID | None:
+    info = ctx.broker.topic(name)
+    return info.topic_id if info is not None else None
+
+
 async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
     v = ctx.api_version
     errors: dict[TopicPartition, int] = {}
     entries: list[OffsetCommitEntry] = []
     may_read_group = allowed(ctx, Op.READ, GROUP, req.group_id)
-    for t in req.topics:
-        may_read = may_read_group and allowed(ctx, Op.READ, TOPIC, t.name)
+    # each request topic's name (v10: its id's; "" when no topic has the id)
+    names = [(_name_of(ctx, t.topic_id) or "") if v >= 10 else t.name for t in req.topics]
+    for t, name in zip(req.topics, names, strict=True):
+        may_read = may_read_group and bool(name) and allowed(ctx, Op.READ, TOPIC, name)
         for p in t.partitions:
             if not may_read_group:
-                errors[(t.name, p.partition_index)] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                errors[(name, p.partition_index)] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if not name and v >= 10:
+                errors[(name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID
                 continue
             if not may_read:
-                errors[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                errors[(name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
-            if unknown_topic_partition(ctx, t.name, p.partition_index):
-                errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if unknown_topic_partition(ctx, name, p.partition_index):
+                errors[(name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             entries.append(
                 OffsetCommitEntry(
-                    topic=t.name,
+                    topic=name,
                     partition=p.partition_index,
                     offset=p.committed_offset,
                     leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
@@ -91,16 +112,17 @@ async def offset_commit(ctx: RequestContext, req: OffsetCommitRequest) -> Offset
         throttle_time_ms=ctx.throttle_time_ms,
         topics=[
             Topic(
-                name=t.name,
+                name=name,
+                topic_id=t.topic_id if v >= 10 else None,
                 partitions=[
                     Partition(
                         partition_index=p.partition_index,
-                        error_code=errors[(t.name, p.partition_index)],
+                        error_code=errors[(name, p.partition_index)],
                     )
                     for p in t.partitions
                 ],
             )
-            for t in req.topics
+            for t, name in zip(req.topics, names, strict=True)
         ],
     )
 
@@ -175,23 +197,61 @@ def _topics(
     ]
 
 
+def _by_id(
+    ctx: RequestContext, topics: list[Any], unknown: list[tuple[uuid.UUID, Sequence[int]]]
+) -> list[Any]:
+    """v10's topics: each named by its id (a topic that no longer exists is left out),
+    then those asked for by an id no topic has, each partition UNKNOWN_TOPIC_ID."""
+    Topics = OffsetFetchResponse.Group.Topics
+    named = []
+    for t in topics:
+        topic_id = _id_of(ctx, t.name)
+        if topic_id is not None:
+            t.topic_id = topic_id
+            named.append(t)
+    for topic_id, partitions in unknown:
+        named.append(
+            Topics(
+                topic_id=topic_id,
+                partitions=[
+                    Topics.Partitions(
+                        partition_index=p,
+                        committed_offset=-1,
+                        metadata="",  # Kafka's NO_METADATA
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                    )
+                    for p in partitions
+                ],
+            )
+        )
+    return named
+
+
 async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
     v = ctx.api_version
     require_stable = req.require_stable if v >= 7 else False
     if v >= 8:
         groups = []
+        G = OffsetFetchResponse.Group
         for g in req.groups:
-            asked = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
+            asked: list[tuple[str, Sequence[int]]] | None = None
+            unknown: list[tuple[uuid.UUID, Sequence[int]]] = []  # v10: ids no topic has
+            if g.topics is not None and v >= 10:
+                asked = []
+                for t in g.topics:
+                    name = _name_of(ctx, t.topic_id)
+                    if name is None:
+                        unknown.append((t.topic_id, t.partition_indexes))
+                    else:
+                        asked.append((name, t.partition_indexes))
+            elif g.topics is not None:
+                asked = [(t.name, t.partition_indexes) for t in g.topics]
             wanted = _wanted(asked)
             code, found = _fetch_group(ctx, g.group_id, wanted, require_stable)
-            G = OffsetFetchResponse.Group
-            groups.append(
-                G(
-                    group_id=g.group_id,
-                    error_code=code,
-                    topics=[] if code else _topics(G.Topics, G.Topics.Partitions, wanted, found),
-                )
-            )
+            topics = [] if code else _topics(G.Topics, G.Topics.Partitions, wanted, found)
+            if v >= 10 and not code:
+                topics = _by_id(ctx, topics, unknown)
+            groups.append(G(group_id=g.group_id, error_code=code, topics=topics))
         return OffsetFetchResponse(throttle_time_ms=ctx.throttle_time_ms, groups=groups)
 
     asked = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]

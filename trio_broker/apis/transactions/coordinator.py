@@ -1,7 +1,10 @@
 """A transactional producer's requests to its coordinator: AddPartitionsToTxn v0-5,
-AddOffsetsToTxn v0-4 and EndTxn v0-4, and to the group coordinator TxnOffsetCommit v0-4
+AddOffsetsToTxn v0-4 and EndTxn v0-5, and to the group coordinator TxnOffsetCommit v0-5
 (offsets that count once the transaction commits); DescribeProducers v0,
-DescribeTransactions v0 and ListTransactions v0-1, as ``kafka-transactions.sh`` asks.
+DescribeTransactions v0 and ListTransactions v0-2 (v2: a regular expression the whole
+transactional id must match, KIP-1152; Python's ``re`` reads it, which agrees with Java's
+patterns but for a few constructs, ``\\Q...\\E`` quoting and ``\\p{...}`` classes among
+them, refused as INVALID_REGULAR_EXPRESSION), as ``kafka-transactions.sh`` asks.
 (InitProducerId with a transactional id is in
 ``init_producer_id``, FindCoordinator's TRANSACTION key in ``groups.membership``).
 
@@ -13,6 +16,9 @@ group (GROUP_AUTHORIZATION_FAILED); TxnOffsetCommit WRITE on the TRANSACTIONAL_I
 the group and on each topic. AddPartitionsToTxn v4+ is the brokers' batched form
 (CLUSTER_ACTION), whose ``verify_only`` asks which partitions a transaction holds.
 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for versions before 2, which do not know it.
+Transaction version 2 (KIP-890 part 2): EndTxn v5 bumps the producer's epoch at each end
+and answers the producer id and epoch to go on with; TxnOffsetCommit v5 comes without
+AddOffsetsToTxn, so the group's offsets partition joins the transaction here first.
 No trio.
 """
 
@@ -55,6 +61,16 @@ def fenced_for(version: int, fenced_from: int, code: int) -> int:
     if code == ErrorCode.PRODUCER_FENCED and version < fenced_from:
         return int(ErrorCode.INVALID_PRODUCER_EPOCH)
     return int(code)
+
+
+# TxnOffsetCommit v5's refusals of the offsets partition while the transaction coordinator
+# moves or is busy: COORDINATOR_LOAD_IN_PROGRESS, which producers retry at the same group
+# coordinator (NOT_COORDINATOR would send them looking for another).
+_RETRY_JOIN: dict[int, int] = {
+    ErrorCode.NOT_COORDINATOR: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+}
 
 
 def may_write_txn(ctx: RequestContext, transactional_id: str) -> bool:
@@ -161,14 +177,22 @@ async def add_offsets_to_txn(
 
 
 async def end_txn(ctx: RequestContext, req: EndTxnRequest) -> EndTxnResponse:
+    pid, epoch = -1, -1
     if not may_write_txn(ctx, req.transactional_id):
         code: int = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
-        code = await ctx.broker.transactions.end_txn(
-            req.transactional_id, req.producer_id, req.producer_epoch, req.committed
+        code, pid, epoch = await ctx.broker.transactions.end_txn(
+            req.transactional_id,
+            req.producer_id,
+            req.producer_epoch,
+            req.committed,
+            bump=ctx.api_version >= 5,
         )
     return EndTxnResponse(
-        throttle_time_ms=ctx.throttle_time_ms, error_code=fenced_for(ctx.api_version, 2, code)
+        throttle_time_ms=ctx.throttle_time_ms,
+        error_code=fenced_for(ctx.api_version, 2, code),
+        producer_id=pid if code == ErrorCode.NONE else -1,
+        producer_epoch=epoch if code == ErrorCode.NONE else -1,
     )
 
 
@@ -203,6 +227,16 @@ async def txn_offset_commit(
                         p.committed_metadata,
                     )
                 )
+    if entries and ctx.api_version >= 5:
+        # KIP-890 part 2: no AddOffsetsToTxn came; the group's offsets partition joins the
+        # transaction first (a coordinator moving or busy: retriable for this request).
+        code = await ctx.broker.transactions.add_offsets_for_leader(
+            req.transactional_id, req.producer_id, req.producer_epoch, req.group_id
+        )
+        if code:
+            code = _RETRY_JOIN.get(code, code)
+            errors.update({(e.topic, e.partition): code for e in entries})
+            entries = []
     if entries:
         written = await coordinator_of(ctx).commit_offsets(
             req.group_id,
@@ -271,8 +305,9 @@ async def list_transactions(
     ctx: RequestContext, req: ListTransactionsRequest
 ) -> ListTransactionsResponse:
     duration = req.duration_filter if ctx.api_version >= 1 else -1
+    pattern = req.transactional_id_pattern if ctx.api_version >= 2 else None
     code, unknown, found = ctx.broker.transactions.listing(
-        req.state_filters, req.producer_id_filters, duration
+        req.state_filters, req.producer_id_filters, duration, pattern
     )
     State = ListTransactionsResponse.TransactionState
     return ListTransactionsResponse(

@@ -31,7 +31,7 @@ class DescribeAclsResponse(Response, api_key=29, versions="1-3", flexible="2+"):
 
     throttle_time_ms: int = field("int32")
     error_code: int = field("int16")
-    error_message: str | None = field("string", nullable="0+")
+    error_message: str | None = field("string", nullable="0+", default=None)
     resources: list[Resource] = field(array(Resource))
 
 
@@ -51,7 +51,7 @@ class CreateAclsRequest(Request, api_key=30, versions="1-3", flexible="2+"):
 class CreateAclsResponse(Response, api_key=30, versions="1-3", flexible="2+"):
     class AclCreationResult(Struct):
         error_code: int = field("int16")
-        error_message: str | None = field("string", nullable="0+")
+        error_message: str | None = field("string", nullable="0+", default=None)
 
     throttle_time_ms: int = field("int32")
     results: list[AclCreationResult] = field(array(AclCreationResult))
@@ -74,7 +74,7 @@ class DeleteAclsResponse(Response, api_key=31, versions="1-3", flexible="2+"):
     class FilterResult(Struct):
         class MatchingAcl(Struct):
             error_code: int = field("int16")
-            error_message: str | None = field("string", nullable="0+")
+            error_message: str | None = field("string", nullable="0+", default=None)
             resource_type: int = field("int8")
             resource_name: str = field("string")
             pattern_type: int = field("int8", "1+", default=3)
@@ -84,7 +84,7 @@ class DeleteAclsResponse(Response, api_key=31, versions="1-3", flexible="2+"):
             permission_type: int = field("int8")
 
         error_code: int = field("int16")
-        error_message: str | None = field("string", nullable="0+")
+        error_message: str | None = field("string", nullable="0+", default=None)
         matching_acls: list[MatchingAcl] = field(array(MatchingAcl))
 
     throttle_time_ms: int = field("int32")

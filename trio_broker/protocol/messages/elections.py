@@ -21,7 +21,7 @@ class ElectLeadersResponse(Response, api_key=43, versions="0-2", flexible="2+"):
         class PartitionResult(Struct):
             partition_id: int = field("int32")
             error_code: int = field("int16")
-            error_message: str | None = field("string", nullable="0+")
+            error_message: str | None = field("string", nullable="0+", default=None)
 
         topic: str = field("string")
         partition_result: list[PartitionResult] = field(array(PartitionResult))

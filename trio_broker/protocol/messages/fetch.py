@@ -8,8 +8,11 @@ from ..api import register
 from ..primitives import RecordsValue
 from ..schema import ZERO_UUID, Request, Response, Struct, array, field
 
+# FetchRequest's HighWatermark when the fetching replica does not send one (KIP-1166)
+NO_HIGH_WATERMARK_SENT = 2**63 - 1
 
-class FetchRequest(Request, api_key=1, versions="4-17", flexible="12+"):
+
+class FetchRequest(Request, api_key=1, versions="4-18", flexible="12+"):
     class Topic(Struct):
         class Partition(Struct):
             partition: int = field("int32")
@@ -20,6 +23,11 @@ class FetchRequest(Request, api_key=1, versions="4-17", flexible="12+"):
             partition_max_bytes: int = field("int32")
             replica_directory_id: uuid.UUID = field(
                 "uuid", "17+", default=ZERO_UUID, tag=0, ignorable=True
+            )
+            # KIP-1166: the high watermark the fetching replica knows (-1: none; the
+            # default: the replica does not say)
+            high_watermark: int = field(
+                "int64", "18+", default=NO_HIGH_WATERMARK_SENT, tag=1, ignorable=True
             )
 
         topic: str = field("string", "0-12", ignorable=True)
@@ -52,7 +60,7 @@ class FetchRequest(Request, api_key=1, versions="4-17", flexible="12+"):
     rack_id: str = field("string", "11+", ignorable=True)
 
 
-class FetchResponse(Response, api_key=1, versions="4-17", flexible="12+"):
+class FetchResponse(Response, api_key=1, versions="4-18", flexible="12+"):
     class FetchableTopicResponse(Struct):
         class PartitionData(Struct):
             class EpochEndOffset(Struct):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class OffsetCommitRequest(Request, api_key=8, versions="2-9", flexible="8+"):
+class OffsetCommitRequest(Request, api_key=8, versions="2-10", flexible="8+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32")
@@ -15,6 +17,7 @@ class OffsetCommitRequest(Request, api_key=8, versions="2-9", flexible="8+"):
             committed_metadata: str | None = field("string", nullable="0+")
 
         name: str = field("string", "0-9", ignorable=True)
+        topic_id: uuid.UUID = field("uuid", "10+", ignorable=True)
         partitions: list[Partition] = field(array(Partition))
 
     group_id: str = field("string")
@@ -25,20 +28,21 @@ class OffsetCommitRequest(Request, api_key=8, versions="2-9", flexible="8+"):
     topics: list[Topic] = field(array(Topic))
 
 
-class OffsetCommitResponse(Response, api_key=8, versions="2-9", flexible="8+"):
+class OffsetCommitResponse(Response, api_key=8, versions="2-10", flexible="8+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32")
             error_code: int = field("int16")
 
         name: str = field("string", "0-9", ignorable=True)
+        topic_id: uuid.UUID = field("uuid", "10+", ignorable=True)
         partitions: list[Partition] = field(array(Partition))
 
     throttle_time_ms: int = field("int32", "3+", ignorable=True)
     topics: list[Topic] = field(array(Topic))
 
 
-class OffsetFetchRequest(Request, api_key=9, versions="1-9", flexible="6+"):
+class OffsetFetchRequest(Request, api_key=9, versions="1-10", flexible="6+"):
     class Topic(Struct):
         name: str = field("string", "0-7")
         partition_indexes: list[int] = field("[]int32", "0-7")
@@ -46,6 +50,7 @@ class OffsetFetchRequest(Request, api_key=9, versions="1-9", flexible="6+"):
     class Group(Struct):
         class Topics(Struct):
             name: str = field("string", "8-9", ignorable=True)
+            topic_id: uuid.UUID = field("uuid", "10+", ignorable=True)
             partition_indexes: list[int] = field("[]int32", "8+")
 
         group_id: str = field("string", "8+")
@@ -59,13 +64,13 @@ class OffsetFetchRequest(Request, api_key=9, versions="1-9", flexible="6+"):
     require_stable: bool = field("bool", "7+")
 
 
-class OffsetFetchResponse(Response, api_key=9, versions="1-9", flexible="6+"):
+class OffsetFetchResponse(Response, api_key=9, versions="1-10", flexible="6+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32", "0-7")
             committed_offset: int = field("int64", "0-7")
             committed_leader_epoch: int = field("int32", "5-7", default=-1, ignorable=True)
-            metadata: str | None = field("string", "0-7", nullable="0-7")
+            metadata: str | None = field("string", "0-7", nullable="0-7", default=None)
             error_code: int = field("int16", "0-7")
 
         name: str = field("string", "0-7")
@@ -77,10 +82,11 @@ class OffsetFetchResponse(Response, api_key=9, versions="1-9", flexible="6+"):
                 partition_index: int = field("int32", "8+")
                 committed_offset: int = field("int64", "8+")
                 committed_leader_epoch: int = field("int32", "8+", default=-1, ignorable=True)
-                metadata: str | None = field("string", "8+", nullable="8+")
+                metadata: str | None = field("string", "8+", nullable="8+", default=None)
                 error_code: int = field("int16", "8+")
 
             name: str = field("string", "8-9", ignorable=True)
+            topic_id: uuid.UUID = field("uuid", "10+", ignorable=True)
             partitions: list[Partitions] = field(array(Partitions), "8+")
 
         group_id: str = field("string", "8+")

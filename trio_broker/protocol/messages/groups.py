@@ -19,11 +19,13 @@ class FindCoordinatorResponse(Response, api_key=10, versions="0-6", flexible="3+
         host: str = field("string", "4+")
         port: int = field("int32", "4+")
         error_code: int = field("int16", "4+")
-        error_message: str | None = field("string", "4+", nullable="4+", ignorable=True)
+        error_message: str | None = field(
+            "string", "4+", nullable="4+", ignorable=True, default=None
+        )
 
     throttle_time_ms: int = field("int32", "1+", ignorable=True)
     error_code: int = field("int16", "0-3")
-    error_message: str | None = field("string", "1-3", nullable="1-3", ignorable=True)
+    error_message: str | None = field("string", "1-3", nullable="1-3", ignorable=True, default=None)
     node_id: int = field("int32", "0-3")
     host: str = field("string", "0-3")
     port: int = field("int32", "0-3")
@@ -90,7 +92,7 @@ class LeaveGroupRequest(Request, api_key=13, versions="0-5", flexible="4+"):
 class LeaveGroupResponse(Response, api_key=13, versions="0-5", flexible="4+"):
     class MemberResponse(Struct):
         member_id: str = field("string", "3+")
-        group_instance_id: str | None = field("string", "3+", nullable="3+")
+        group_instance_id: str | None = field("string", "3+", nullable="3+", default=None)
         error_code: int = field("int16", "3+")
 
     throttle_time_ms: int = field("int32", "1+", ignorable=True)
@@ -120,12 +122,12 @@ class SyncGroupResponse(Response, api_key=14, versions="0-5", flexible="4+"):
     assignment: bytes = field("bytes")
 
 
-class DescribeGroupsRequest(Request, api_key=15, versions="0-5", flexible="5+"):
+class DescribeGroupsRequest(Request, api_key=15, versions="0-6", flexible="5+"):
     groups: list[str] = field("[]string")
     include_authorized_operations: bool = field("bool", "3+")
 
 
-class DescribeGroupsResponse(Response, api_key=15, versions="0-5", flexible="5+"):
+class DescribeGroupsResponse(Response, api_key=15, versions="0-6", flexible="5+"):
     class DescribedGroup(Struct):
         class DescribedGroupMember(Struct):
             member_id: str = field("string")
@@ -138,6 +140,7 @@ class DescribeGroupsResponse(Response, api_key=15, versions="0-5", flexible="5+"
             member_assignment: bytes = field("bytes")
 
         error_code: int = field("int16")
+        error_message: str | None = field("string", "6+", nullable="6+", default=None)
         group_id: str = field("string")
         group_state: str = field("string")
         protocol_type: str = field("string")

@@ -6,7 +6,7 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class DescribeLogDirsRequest(Request, api_key=35, versions="1-4", flexible="2+"):
+class DescribeLogDirsRequest(Request, api_key=35, versions="1-5", flexible="2+"):
     class DescribableLogDirTopic(Struct):
         topic: str = field("string")
         partitions: list[int] = field("[]int32")
@@ -16,7 +16,7 @@ class DescribeLogDirsRequest(Request, api_key=35, versions="1-4", flexible="2+")
     )
 
 
-class DescribeLogDirsResponse(Response, api_key=35, versions="1-4", flexible="2+"):
+class DescribeLogDirsResponse(Response, api_key=35, versions="1-5", flexible="2+"):
     class DescribeLogDirsResult(Struct):
         class DescribeLogDirsTopic(Struct):
             class DescribeLogDirsPartition(Struct):
@@ -33,6 +33,7 @@ class DescribeLogDirsResponse(Response, api_key=35, versions="1-4", flexible="2+
         topics: list[DescribeLogDirsTopic] = field(array(DescribeLogDirsTopic))
         total_bytes: int = field("int64", "4+", default=-1, ignorable=True)
         usable_bytes: int = field("int64", "4+", default=-1, ignorable=True)
+        is_cordoned: bool = field("bool", "5+", default=False, ignorable=True)  # KIP-1066
 
     throttle_time_ms: int = field("int32")
     error_code: int = field("int16", "3+", ignorable=True)

@@ -6,7 +6,7 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class ListOffsetsRequest(Request, api_key=2, versions="1-9", flexible="6+"):
+class ListOffsetsRequest(Request, api_key=2, versions="1-11", flexible="6+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32")
@@ -19,9 +19,11 @@ class ListOffsetsRequest(Request, api_key=2, versions="1-9", flexible="6+"):
     replica_id: int = field("int32")
     isolation_level: int = field("int8", "2+")
     topics: list[Topic] = field(array(Topic))
+    # KIP-1075: how long a lookup in remote storage may take (none here: all is local)
+    timeout_ms: int = field("int32", "10+", ignorable=True)
 
 
-class ListOffsetsResponse(Response, api_key=2, versions="1-9", flexible="6+"):
+class ListOffsetsResponse(Response, api_key=2, versions="1-11", flexible="6+"):
     class TopicResponse(Struct):
         class PartitionResponse(Struct):
             partition_index: int = field("int32")

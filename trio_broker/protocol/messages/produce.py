@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import uuid
+
 from ..api import register
 from ..primitives import RecordsValue
 from ..schema import Request, Response, Struct, array, field
 
 
-class ProduceRequest(Request, api_key=0, versions="3-11", flexible="9+"):
+class ProduceRequest(Request, api_key=0, versions="3-13", flexible="9+"):
     class TopicProduceData(Struct):
         class PartitionProduceData(Struct):
             index: int = field("int32")
             records: RecordsValue = field("records", nullable="0+")
 
         name: str = field("string", "0-12", ignorable=True)
+        topic_id: uuid.UUID = field("uuid", "13+", ignorable=True)  # KIP-516
         partition_data: list[PartitionProduceData] = field(array(PartitionProduceData))
 
     transactional_id: str | None = field("string", "3+", nullable="3+", default=None)
@@ -22,7 +25,7 @@ class ProduceRequest(Request, api_key=0, versions="3-11", flexible="9+"):
     topic_data: list[TopicProduceData] = field(array(TopicProduceData))
 
 
-class ProduceResponse(Response, api_key=0, versions="3-11", flexible="9+"):
+class ProduceResponse(Response, api_key=0, versions="3-13", flexible="9+"):
     class TopicProduceResponse(Struct):
         class PartitionProduceResponse(Struct):
             class BatchIndexAndErrorMessage(Struct):
@@ -49,6 +52,7 @@ class ProduceResponse(Response, api_key=0, versions="3-11", flexible="9+"):
             current_leader: LeaderIdAndEpoch = field(LeaderIdAndEpoch, "10+", tag=0)
 
         name: str = field("string", "0-12", ignorable=True)
+        topic_id: uuid.UUID = field("uuid", "13+", ignorable=True)
         partition_responses: list[PartitionProduceResponse] = field(array(PartitionProduceResponse))
 
     class NodeEndpoint(Struct):

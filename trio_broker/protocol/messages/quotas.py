@@ -20,7 +20,7 @@ class DescribeClientQuotasResponse(Response, api_key=48, versions="0-1", flexibl
     class EntryData(Struct):
         class EntityData(Struct):
             entity_type: str = field("string")
-            entity_name: str | None = field("string", nullable="0+")
+            entity_name: str | None = field("string", nullable="0+", default=None)
 
         class ValueData(Struct):
             key: str = field("string")
@@ -31,7 +31,7 @@ class DescribeClientQuotasResponse(Response, api_key=48, versions="0-1", flexibl
 
     throttle_time_ms: int = field("int32")
     error_code: int = field("int16")
-    error_message: str | None = field("string", nullable="0+")
+    error_message: str | None = field("string", nullable="0+", default=None)
     entries: list[EntryData] | None = field(array(EntryData), nullable="0+")
 
 
@@ -57,10 +57,10 @@ class AlterClientQuotasResponse(Response, api_key=49, versions="0-1", flexible="
     class EntryData(Struct):
         class EntityData(Struct):
             entity_type: str = field("string")
-            entity_name: str | None = field("string", nullable="0+")
+            entity_name: str | None = field("string", nullable="0+", default=None)
 
         error_code: int = field("int16")
-        error_message: str | None = field("string", nullable="0+")
+        error_message: str | None = field("string", nullable="0+", default=None)
         entity: list[EntityData] = field(array(EntityData))
 
     throttle_time_ms: int = field("int32")

@@ -7,7 +7,7 @@ from ..api import register
 from ..schema import Request, Response, Struct, array, field
 
 
-class AlterPartitionReassignmentsRequest(Request, api_key=45, versions="0", flexible="0+"):
+class AlterPartitionReassignmentsRequest(Request, api_key=45, versions="0-1", flexible="0+"):
     class ReassignableTopic(Struct):
         class ReassignablePartition(Struct):
             partition_index: int = field("int32")
@@ -18,15 +18,17 @@ class AlterPartitionReassignmentsRequest(Request, api_key=45, versions="0", flex
         partitions: list[ReassignablePartition] = field(array(ReassignablePartition))
 
     timeout_ms: int = field("int32", default=60000)
+    # KIP-860: False refuses a target whose replica count differs from the partition's
+    allow_replication_factor_change: bool = field("bool", "1+", default=True)
     topics: list[ReassignableTopic] = field(array(ReassignableTopic))
 
 
-class AlterPartitionReassignmentsResponse(Response, api_key=45, versions="0", flexible="0+"):
+class AlterPartitionReassignmentsResponse(Response, api_key=45, versions="0-1", flexible="0+"):
     class ReassignableTopicResponse(Struct):
         class ReassignablePartitionResponse(Struct):
             partition_index: int = field("int32")
             error_code: int = field("int16")
-            error_message: str | None = field("string", nullable="0+")
+            error_message: str | None = field("string", nullable="0+", default=None)
 
         name: str = field("string")
         partitions: list[ReassignablePartitionResponse] = field(
@@ -34,8 +36,9 @@ class AlterPartitionReassignmentsResponse(Response, api_key=45, versions="0", fl
         )
 
     throttle_time_ms: int = field("int32")
+    allow_replication_factor_change: bool = field("bool", "1+", default=True, ignorable=True)
     error_code: int = field("int16")
-    error_message: str | None = field("string", nullable="0+")
+    error_message: str | None = field("string", nullable="0+", default=None)
     responses: list[ReassignableTopicResponse] = field(array(ReassignableTopicResponse))
 
 
@@ -64,7 +67,7 @@ class ListPartitionReassignmentsResponse(Response, api_key=46, versions="0", fle
 
     throttle_time_ms: int = field("int32")
     error_code: int = field("int16")
-    error_message: str | None = field("string", nullable="0+")
+    error_message: str | None = field("string", nullable="0+", default=None)
     topics: list[OngoingTopicReassignment] = field(array(OngoingTopicReassignment))
 
 

@@ -21,7 +21,7 @@ class SaslAuthenticateRequest(Request, api_key=36, versions="0-2", flexible="2+"
 
 class SaslAuthenticateResponse(Response, api_key=36, versions="0-2", flexible="2+"):
     error_code: int = field("int16")
-    error_message: str | None = field("string", nullable="0+")
+    error_message: str | None = field("string", nullable="0+", default=None)
     auth_bytes: bytes = field("bytes")
     session_lifetime_ms: int = field("int64", "1+", ignorable=True)
 

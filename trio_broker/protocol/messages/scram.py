@@ -21,12 +21,12 @@ class DescribeUserScramCredentialsResponse(Response, api_key=50, versions="0", f
 
         user: str = field("string")
         error_code: int = field("int16")
-        error_message: str | None = field("string", nullable="0+")
+        error_message: str | None = field("string", nullable="0+", default=None)
         credential_infos: list[CredentialInfo] = field(array(CredentialInfo))
 
     throttle_time_ms: int = field("int32")
     error_code: int = field("int16")
-    error_message: str | None = field("string", nullable="0+")
+    error_message: str | None = field("string", nullable="0+", default=None)
     results: list[Result] = field(array(Result))
 
 
@@ -50,7 +50,7 @@ class AlterUserScramCredentialsResponse(Response, api_key=51, versions="0", flex
     class Result(Struct):
         user: str = field("string")
         error_code: int = field("int16")
-        error_message: str | None = field("string", nullable="0+")
+        error_message: str | None = field("string", nullable="0+", default=None)
 
     throttle_time_ms: int = field("int32")
     results: list[Result] = field(array(Result))

@@ -33,7 +33,7 @@ class CreateTopicsResponse(Response, api_key=19, versions="2-7", flexible="5+"):
     class CreatableTopicResult(Struct):
         class CreatableTopicConfigs(Struct):
             name: str = field("string", "5+")
-            value: str | None = field("string", "5+", nullable="5+")
+            value: str | None = field("string", "5+", nullable="5+", default=None)
             read_only: bool = field("bool", "5+")
             config_source: int = field("int8", "5+", default=-1, ignorable=True)
             is_sensitive: bool = field("bool", "5+")
@@ -41,7 +41,9 @@ class CreateTopicsResponse(Response, api_key=19, versions="2-7", flexible="5+"):
         name: str = field("string")
         topic_id: uuid.UUID = field("uuid", "7+", ignorable=True)
         error_code: int = field("int16")
-        error_message: str | None = field("string", "1+", nullable="0+", ignorable=True)
+        error_message: str | None = field(
+            "string", "1+", nullable="0+", ignorable=True, default=None
+        )
         topic_config_error_code: int = field("int16", "5+", tag=0, ignorable=True)
         num_partitions: int = field("int32", "5+", default=-1, ignorable=True)
         replication_factor: int = field("int16", "5+", default=-1, ignorable=True)

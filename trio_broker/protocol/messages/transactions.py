@@ -71,19 +71,22 @@ class AddOffsetsToTxnResponse(Response, api_key=25, versions="0-4", flexible="3+
     error_code: int = field("int16")
 
 
-class EndTxnRequest(Request, api_key=26, versions="0-4", flexible="3+"):
+class EndTxnRequest(Request, api_key=26, versions="0-5", flexible="3+"):
     transactional_id: str = field("string")
     producer_id: int = field("int64")
     producer_epoch: int = field("int16")
     committed: bool = field("bool")
 
 
-class EndTxnResponse(Response, api_key=26, versions="0-4", flexible="3+"):
+class EndTxnResponse(Response, api_key=26, versions="0-5", flexible="3+"):
     throttle_time_ms: int = field("int32")
     error_code: int = field("int16")
+    # v5 (KIP-890 part 2): the producer id and the (bumped) epoch to go on with
+    producer_id: int = field("int64", "5+", default=-1, ignorable=True)
+    producer_epoch: int = field("int16", "5+", default=-1, ignorable=True)
 
 
-class TxnOffsetCommitRequest(Request, api_key=28, versions="0-4", flexible="3+"):
+class TxnOffsetCommitRequest(Request, api_key=28, versions="0-5", flexible="3+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32")
@@ -104,7 +107,7 @@ class TxnOffsetCommitRequest(Request, api_key=28, versions="0-4", flexible="3+")
     topics: list[Topic] = field(array(Topic))
 
 
-class TxnOffsetCommitResponse(Response, api_key=28, versions="0-4", flexible="3+"):
+class TxnOffsetCommitResponse(Response, api_key=28, versions="0-5", flexible="3+"):
     class Topic(Struct):
         class Partition(Struct):
             partition_index: int = field("int32")
@@ -146,13 +149,15 @@ class DescribeTransactionsResponse(Response, api_key=65, versions="0", flexible=
     transaction_states: list[TransactionState] = field(array(TransactionState))
 
 
-class ListTransactionsRequest(Request, api_key=66, versions="0-1", flexible="0+"):
+class ListTransactionsRequest(Request, api_key=66, versions="0-2", flexible="0+"):
     state_filters: list[str] = field("[]string")
     producer_id_filters: list[int] = field("[]int64")
     duration_filter: int = field("int64", "1+", default=-1)
+    # KIP-1152: a regular expression the ids must match (None or empty: every id)
+    transactional_id_pattern: str | None = field("string", "2+", nullable="2+", default=None)
 
 
-class ListTransactionsResponse(Response, api_key=66, versions="0-1", flexible="0+"):
+class ListTransactionsResponse(Response, api_key=66, versions="0-2", flexible="0+"):
     class TransactionState(Struct):
         transactional_id: str = field("string")
         producer_id: int = field("int64")

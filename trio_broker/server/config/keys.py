@@ -443,6 +443,13 @@ _KEYS = [
         NON_NEGATIVE,
     ),
     define(
+        "max.request.partition.size.limit",
+        INT,
+        2000,
+        "The maximum number of partitions can be served in one request (DescribeTopicPartitions).",
+        POSITIVE,
+    ),
+    define(
         "compression.type",
         STR,
         "producer",

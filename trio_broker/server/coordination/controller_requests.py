@@ -9,10 +9,13 @@ brokers have been told (up to a bound). A broker that is not the controller answ
 NOT_CONTROLLER, as Kafka's ZooKeeper-mode brokers do (the admin client sends ElectLeaders
 to the controller named by Metadata; a stopping broker finds it in ``/controller``).
 
-Without ZooKeeper (``controller`` None) a broker is a cluster of one: every partition has
-one replica, its leader, so every election is ELECTION_NOT_NEEDED; ControlledShutdown and
-the reassignment APIs are not served (nothing to move, no controller to ask: the broker
-leaves them out of its API table).
+Without ZooKeeper (``controller`` None) a broker is a cluster of one, its own controller,
+as a Kafka broker on its own: every partition has one replica, its leader, so every
+election is ELECTION_NOT_NEEDED; a reassignment to this broker (the replicas a partition
+has) completes at once and any other target is INVALID_REPLICA_ASSIGNMENT with the
+controller's message (``reassignment.check_target``), a cancel NO_REASSIGNMENT_IN_PROGRESS;
+nothing is ever being moved. ControlledShutdown is not served (no controller to ask: the
+broker leaves it out of its API table).
 
 A reassignment order is answered once the round has written the topic nodes (the move
 itself goes on in later rounds, as Kafka's); the list is the controller's view of the
@@ -31,7 +34,7 @@ from ...protocol.errors import ErrorCode
 from . import elections
 from .controller import SEND_TIMEOUT_S, ZkController
 from .elections import PREFERRED, ElectionOrder, Key
-from .reassignment import ReassignOrder
+from .reassignment import ReassignOrder, check_target, rf_change
 
 log = logging.getLogger("trio_broker.controller")
 
@@ -45,12 +48,16 @@ class ControllerRequests:
         controller: ZkController | None,
         topics: Callable[[], Sequence[TopicInfo]],
         balance: tuple[bool, float, int] = (False, 300.0, 10),
+        *,
+        broker_id: int = -1,
     ) -> None:
         """``balance``: auto.leader.rebalance.enable, leader.imbalance.check.interval
-        (seconds) and leader.imbalance.per.broker.percentage."""
+        (seconds) and leader.imbalance.per.broker.percentage; ``broker_id``: this broker's
+        (the one live broker of a cluster of one)."""
         self.controller = controller
         self.topics = topics  # without ZooKeeper: this broker's topics
         self.balance = balance
+        self.broker_id = broker_id
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[int, list[Key]]:
         """(error code, the partitions ``broker_id`` still leads)."""
@@ -106,14 +113,20 @@ class ControllerRequests:
         return results
 
     async def alter_reassignments(
-        self, targets: Mapping[Key, list[int] | None], timeout_ms: int
+        self,
+        targets: Mapping[Key, list[int] | None],
+        timeout_ms: int,
+        allow_rf_change: bool = True,
     ) -> tuple[int, dict[Key, tuple[int, str | None]]]:
         """(error code, (error code, message) per partition): each reassignment begun
-        (or cancelled: None)."""
+        (or cancelled: None); ``allow_rf_change`` False refuses a target of another
+        replica count (KIP-860)."""
         c = self.controller
-        if c is None or c.epoch is None:
+        if c is None:
+            return ErrorCode.NONE, self._alone(targets, allow_rf_change)
+        if c.epoch is None:
             return ErrorCode.NOT_CONTROLLER, {}
-        order = ReassignOrder(dict(targets))
+        order = ReassignOrder(dict(targets), allow_rf_change)
         c.submit_reassignment(order)
         with trio.move_on_after(timeout_ms / 1000):
             await order.done.wait()
@@ -128,13 +141,39 @@ class ControllerRequests:
         """(error code, (replicas, adding, removing) of each partition being moved of
         ``partitions`` (None: all))."""
         c = self.controller
-        if c is None or c.epoch is None:
+        if c is None:
+            return ErrorCode.NONE, {}  # a cluster of one moves nothing
+        if c.epoch is None:
             return ErrorCode.NOT_CONTROLLER, {}
         ongoing = c.moves.ongoing(c.topics)
         if partitions is not None:
             asked = set(partitions)
             ongoing = {k: v for k, v in ongoing.items() if k in asked}
         return ErrorCode.NONE, ongoing
+
+    def _alone(
+        self, targets: Mapping[Key, list[int] | None], allow_rf_change: bool
+    ) -> dict[Key, tuple[int, str | None]]:
+        """Each reassignment's answer on a cluster of one: done (the target is the replica
+        set the partition has), or refused as the controller refuses it."""
+        replicas = {
+            (t.name, p.index): list(p.replicas) for t in self.topics() for p in t.partitions
+        }
+        results: dict[Key, tuple[int, str | None]] = {}
+        for (name, p), wanted in targets.items():
+            current = replicas.get((name, p))
+            if current is None:
+                results[(name, p)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+            elif wanted is None:
+                message = f"no reassignment of {name}-{p} is in progress"
+                results[(name, p)] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, message)
+            elif (problem := check_target(wanted, [self.broker_id])) is not None:
+                results[(name, p)] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+            elif not allow_rf_change and (problem := rf_change(len(current), wanted)):
+                results[(name, p)] = (ErrorCode.INVALID_REPLICATION_FACTOR, problem)
+            else:  # the one live broker, which holds the partition: nothing to move
+                results[(name, p)] = (ErrorCode.NONE, None)
+        return results
 
     async def balance_forever(self) -> None:
         """Kafka's automatic preferred elections, while this broker is the controller."""

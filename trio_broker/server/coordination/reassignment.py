@@ -7,7 +7,9 @@ round) and ``Reassignments``, the controller's reassignment work, called from it
 replicas ORS and target replicas TRS:
 
 - **begin** (an order): TRS is checked (not empty, no repeats, registered brokers:
-  INVALID_REPLICA_ASSIGNMENT; an unknown partition is UNKNOWN_TOPIC_OR_PARTITION), and the
+  INVALID_REPLICA_ASSIGNMENT; an unknown partition is UNKNOWN_TOPIC_OR_PARTITION; with
+  AlterPartitionReassignments v1's AllowReplicationFactorChange false, as many replicas as
+  the partition has, or is being moved to: INVALID_REPLICATION_FACTOR, KIP-860), and the
   topic node gets the full set RS = TRS + (ORS - TRS) as the partition's replicas, with
   TRS - ORS under ``adding_replicas`` and ORS - TRS under ``removing_replicas``, written
   with a version check (a refused write is read again in the next round). A new target
@@ -59,6 +61,8 @@ class ReassignOrder:
     topic nodes are written and its view of them is the controller's."""
 
     targets: Mapping[Key, list[int] | None]
+    # KIP-860: False refuses a target whose replica count is not the partition's
+    allow_rf_change: bool = True
     results: dict[Key, tuple[int, str | None]] = field(default_factory=dict)
     done: trio.Event = field(default_factory=trio.Event)
     error: int = ErrorCode.NONE  # for the whole order (NOT_CONTROLLER: resigned meanwhile)
@@ -77,6 +81,14 @@ def check_target(target: list[int], live: Collection[int]) -> str | None:
             f"Replica assignment has brokers that are not alive. Replica list: {target}, "
             f"live broker list: {sorted(live)}"
         )
+    return None
+
+
+def rf_change(current: int, target: list[int]) -> str | None:
+    """Why ``target`` changes a replication factor of ``current`` (Kafka's message, the
+    error INVALID_REPLICATION_FACTOR), or None."""
+    if len(target) != current:
+        return f"The replication factor is changed from {current} to {len(target)}"
     return None
 
 
@@ -170,6 +182,12 @@ class Reassignments:
                 order.results[key] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, message)
             elif wanted is not None and (problem := check_target(wanted, live)) is not None:
                 order.results[key] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+            elif (
+                wanted is not None
+                and not order.allow_rf_change
+                and (problem := rf_change(len(view.target(p)), wanted)) is not None
+            ):
+                order.results[key] = (ErrorCode.INVALID_REPLICATION_FACTOR, problem)
             else:
                 by_topic.setdefault(name, {})[p] = view.original(p) if wanted is None else wanted
         complete = True

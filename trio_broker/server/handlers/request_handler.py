@@ -54,34 +54,33 @@ class _ApiVersionsFrames:
 
     The answer is the same on every request of a plane (the key list comes from one
     cached list), yet encoding its ~50 entries was a tenth of an ApiVersions request's
-    CPU. An entry is keyed by the identity of the ``api_keys`` list and holds that list,
-    so the identity cannot be reused while the entry lives; a response with any other
-    content (features, another list) is encoded afresh and cached under its own key.
+    CPU. An entry is keyed by the identities of the ``api_keys`` list and of the feature
+    lists (built once each too) and holds them, so an identity cannot be reused while the
+    entry lives; a response with any other content is encoded afresh and cached under its
+    own key.
     """
 
     def __init__(self) -> None:
-        self._frames: dict[tuple[Any, ...], tuple[object, bytes]] = {}
+        self._frames: dict[tuple[Any, ...], tuple[tuple[Any, ...], bytes]] = {}
 
     def parts(
         self, spec: ApiSpec, version: int, correlation_id: int, response: ApiVersionsResponse
     ) -> Parts:
-        if response.supported_features or response.finalized_features:
-            return encode_response(spec, version, correlation_id, response)
-        keys = response.api_keys
+        lists = (response.api_keys, response.supported_features, response.finalized_features)
         key = (
             version,
             response.error_code,
             response.throttle_time_ms,
             response.finalized_features_epoch,
             response.zk_migration_ready,
-            id(keys),
+            *map(id, lists),
         )
         hit = self._frames.get(key)
-        if hit is None or hit[0] is not keys:
+        if hit is None or any(a is not b for a, b in zip(hit[0], lists, strict=True)):
             parts = encode_response(spec, version, correlation_id, response)
             if len(self._frames) >= _BODIES_CACHED:
                 self._frames.clear()
-            self._frames[key] = (keys, bytes(join_parts(parts)))
+            self._frames[key] = (lists, bytes(join_parts(parts)))
             return parts
         frame = bytearray(hit[1])
         # ApiVersions responses keep header v0 at every version: the id follows the size

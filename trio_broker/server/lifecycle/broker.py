@@ -340,7 +340,11 @@ class Broker:
         self.leader_and_isr = plane.leader_and_isr
         self.stop_replicas = plane.stop_replicas
         self.update_metadata = plane.update_metadata
-        requests = self.zk.requests if self.zk else ControllerRequests(None, topics.topics)
+        requests = (
+            self.zk.requests
+            if self.zk
+            else ControllerRequests(None, topics.topics, broker_id=self.broker_id)
+        )
         self.controlled_shutdown = requests.controlled_shutdown
         self.elect_leaders = requests.elect_leaders
         self.alter_reassignments = requests.alter_reassignments

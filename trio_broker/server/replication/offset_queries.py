@@ -20,9 +20,10 @@ from ...protocol.errors import ErrorCode
 from .replica_manager import ReplicaManager
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
-# ListOffsets v8/v9 (KIP-405, KIP-1005): without tiered storage the local log start is the
-# log start, and there is no tiered offset (Kafka answers -1).
-EARLIEST_LOCAL, LATEST_TIERED = -4, -5
+# ListOffsets v8/v9/v11 (KIP-405, KIP-1005, KIP-1023): without tiered storage the local log
+# start is the log start, and there is no tiered offset nor one pending upload (Kafka
+# answers -1 for both).
+EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -4, -5, -6
 NO_EPOCH = -1
 
 OffsetAnswer = tuple[int, int, int, int]  # error, offset, timestamp, leader epoch
@@ -60,7 +61,7 @@ class OffsetQueries:
             epoch = self._replicas.cluster.leader_epoch(topic, partition)
             if timestamp in (EARLIEST, EARLIEST_LOCAL):
                 results[i] = (ErrorCode.NONE, plog.log_start_offset, -1, epoch)
-            elif timestamp == LATEST_TIERED:
+            elif timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
                 results[i] = (ErrorCode.NONE, -1, -1, -1)
             elif timestamp == LATEST:
                 end = plog.last_stable_offset if committed_only else plog.high_watermark

@@ -2,8 +2,10 @@
 markers it sends to the partitions (Kafka's ``transaction-coordinator``).
 
 Owns: the coordinator (``coordinator``: Kafka's TransactionCoordinator and
-TransactionStateManager in one), the states and their records (``state``), the markers it
-writes and sends (``markers``, ``marker_channel``), the broker's producer ids
+TransactionStateManager in one), what it tells of its ids (``introspection``), the states
+and their records (``state``), the markers it writes and sends (``markers``,
+``marker_channel``, which also carries a leader's AddPartitionsToTxn to another broker's
+coordinator under transaction version 2), the broker's producer ids
 (``producer_ids``), and ``TransactionService``, which builds the coordinator over the
 broker's parts and is what the transaction APIs reach (``service``).
 

@@ -22,7 +22,11 @@ rules and error codes:
   id's next call waits for the COMPLETE_* write (at most as long) instead of being refused.
   Kafka answers at the PREPARE: its clients' next transaction is then refused
   CONCURRENT_TRANSACTIONS until the markers are written, and retried after a backoff. A
-  PREPARE_* read back at start (a crash between the two) is completed the same way.
+  PREPARE_* read back at start (a crash between the two) is completed the same way. EndTxn
+  v5 (transaction version 2, KIP-890 part 2) bumps the epoch at each end (the markers carry
+  the new one; an exhausted epoch moves the producer to a new id) and answers the producer
+  id and epoch to go on with; its partitions came without AddPartitionsToTxn, added by
+  their leaders as the transaction's batches arrived (``add_partitions``).
 - every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, transactions
   older than their timeout are aborted with their epoch bumped (the producer is fenced);
   every ``transaction.remove.expired.transaction.cleanup.interval.ms``, ids idle longer
@@ -38,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,10 +55,14 @@ from .markers import Markers, TxnMarker
 from .state import (
     MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     TopicPartition,
     TxnMetadata,
     TxnState,
+    bumped_retry,
+    known_producer,
     latest_of,
+    next_producer,
     record_of,
 )
 
@@ -220,7 +228,7 @@ class TransactionCoordinator:
             for txn_id in [t for t in self.txns if self.partition_for(t) == partition]:
                 del self.txns[txn_id]
 
-    def _check(self, transactional_id: str | None) -> int:
+    def check(self, transactional_id: str | None) -> int:
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         if not self.active or not self._opened:
@@ -264,7 +272,7 @@ class TransactionCoordinator:
     ) -> tuple[int, int, int]:
         """(error, producer id, epoch) for a transactional producer starting up."""
         await self.ensure_open()
-        error = self._check(transactional_id)
+        error = self.check(transactional_id)
         if error:
             return error, -1, -1
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
@@ -276,7 +284,7 @@ class TransactionCoordinator:
             new = TxnMetadata(transactional_id, pid, 0, timeout_ms, update_ms=now)
             error = await self._write(new)
             return (error, -1, -1) if error else (0, pid, 0)
-        if expected is not None and expected != (-1, -1) and not _known(meta, expected):
+        if expected is not None and expected != (-1, -1) and not known_producer(meta, expected):
             return ErrorCode.PRODUCER_FENCED, -1, -1
         open_txn = meta.state in (TxnState.ONGOING, TxnState.PREPARE_EPOCH_FENCE)
         # The old producer's transaction is aborted with the epoch bumped (fencing it);
@@ -315,7 +323,7 @@ class TransactionCoordinator:
         """(error, metadata) for a producer's call on its transaction: the metadata only
         when this coordinator holds the id and the producer id and epoch are current."""
         await self.ensure_open()
-        error = self._check(transactional_id)
+        error = self.check(transactional_id)
         if error:
             return error, None
         meta = self.txns.get(transactional_id)
@@ -371,7 +379,7 @@ class TransactionCoordinator:
         of this producer holds (NONE) and which it does not (INVALID_TXN_STATE)."""
         wanted = list(partitions)
         meta = self.txns.get(transactional_id)
-        error = self._check(transactional_id) or self._producer_error(meta, producer_id, epoch)
+        error = self.check(transactional_id) or self._producer_error(meta, producer_id, epoch)
         if error:
             return dict.fromkeys(wanted, error)
         assert meta is not None
@@ -381,33 +389,77 @@ class TransactionCoordinator:
     async def end_txn(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool
     ) -> int:
-        """EndTxn: decide the outcome (written), then complete it; answered once the
-        markers are written (at most ``COMPLETE_WAIT_S``)."""
+        """EndTxn before v5: decide the outcome (written), then complete it; answered once
+        the markers are written (at most ``COMPLETE_WAIT_S``)."""
+        error, _, _ = await self.end_transaction(
+            transactional_id, producer_id, epoch, commit, bump=False
+        )
+        return error
+
+    async def end_transaction(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, *, bump: bool
+    ) -> tuple[int, int, int]:
+        """EndTxn: (error, the producer id and epoch the producer goes on with). ``bump``
+        (v5, transaction version 2): the end bumps the epoch, the markers carry the new one
+        (a batch of the old epoch arriving late is fenced), and an exhausted epoch moves the
+        producer to a new id at epoch 0; an abort with nothing added still bumps it; a retry
+        with the epoch before the bump gets the same answer again."""
         await self._until_complete(transactional_id)  # a retry, or the last one's end
-        error, meta = await self._producer_call(transactional_id, producer_id, epoch)
-        if meta is None:
-            return error
-        state = meta.state
+        await self.ensure_open()
+        error = self.check(transactional_id)
+        if error:
+            return error, -1, -1
+        meta = self.txns.get(transactional_id)
         done, again = (
             (TxnState.COMPLETE_COMMIT, TxnState.PREPARE_COMMIT)
             if commit
             else (TxnState.COMPLETE_ABORT, TxnState.PREPARE_ABORT)
         )
-        if state is done:
-            return ErrorCode.NONE  # a retry of the end that was answered already
-        if state is again:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        if state is not TxnState.ONGOING:
-            return ErrorCode.INVALID_TXN_STATE
-        error = await self._prepare(meta, commit)
+        if (
+            bump
+            and meta is not None
+            and not meta.pending
+            and bumped_retry(meta, producer_id, epoch)
+        ):
+            if meta.state is done:  # answered already: the same answer again
+                return ErrorCode.NONE, *next_producer(meta)
+            if meta.state is again:
+                return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        error = self._producer_error(meta, producer_id, epoch)
         if error:
-            return error
+            return error, -1, -1
+        assert meta is not None
+        state = meta.state
+        if not bump and state is done:
+            return ErrorCode.NONE, meta.producer_id, meta.producer_epoch  # answered already
+        if not bump and state is again:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        empty_abort = bump and not commit and state.complete
+        if state is not TxnState.ONGOING and not empty_abort:
+            return ErrorCode.INVALID_TXN_STATE, -1, -1
+        error = await self._prepare(meta, commit, **(await self._bump(meta) if bump else {}))
+        if error:
+            return error, -1, -1
         if commit:
             self.commits += 1
         else:
             self.aborts["client"] += 1
         await self._until(self._marked, transactional_id)
-        return ErrorCode.NONE
+        return ErrorCode.NONE, *next_producer(self.txns.get(transactional_id, meta))
+
+    async def _bump(self, meta: TxnMetadata) -> dict[str, Any]:
+        """The changes of a transaction version 2 end: the next epoch (the markers carry
+        it), the producer id and epoch it had (a retry's), and a new producer id to move
+        to at the end once the epoch is exhausted."""
+        changes: dict[str, Any] = {
+            "producer_epoch": meta.producer_epoch + 1,
+            "last_producer_id": meta.producer_id,
+            "last_producer_epoch": meta.producer_epoch,
+            "client_tv": 2,
+        }
+        if meta.producer_epoch + 1 >= MAX_PRODUCER_EPOCH:
+            changes["next_producer_id"] = await self.new_producer_id()
+        return changes
 
     async def _until_complete(self, transactional_id: str) -> None:
         """Wait (at most ``COMPLETE_WAIT_S``) for the id's markers and COMPLETE_* write."""
@@ -491,6 +543,13 @@ class TransactionCoordinator:
         marked.set()
         state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         done = prepared.moved(state=state, partitions=frozenset(), update_ms=self.now_ms())
+        if prepared.next_producer_id != NO_PRODUCER_ID:  # epoch exhausted: the new id
+            done = done.moved(
+                producer_id=prepared.next_producer_id,
+                producer_epoch=0,
+                next_producer_id=NO_PRODUCER_ID,
+                last_producer_id=prepared.producer_id,
+            )
         while self.txns.get(txn_id) is prepared:
             if not await self._write(done):
                 return
@@ -530,60 +589,3 @@ class TransactionCoordinator:
             if not await self._write(meta.moved(state=TxnState.DEAD, update_ms=now)):
                 self.expired_ids += 1
         return len(idle)
-
-    # ============================================================ introspection
-
-    def describe(self, transactional_id: str) -> tuple[int, TxnMetadata | None]:
-        """DescribeTransactions: (error, metadata) of one id."""
-        error = self._check(transactional_id)
-        if error:
-            return error, None
-        meta = self.txns.get(transactional_id)
-        if meta is None:
-            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
-        return ErrorCode.NONE, meta
-
-    def listing(
-        self, states: Sequence[TxnState], producer_ids: Sequence[int], min_duration_ms: int
-    ) -> tuple[int, list[TxnMetadata]]:
-        """ListTransactions: the ids this coordinator holds, filtered by state, producer id
-        and (when >= 0) how long the transaction has run."""
-        if not self.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        if self.ownership.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
-        now = self.now_ms()
-        found = [
-            m
-            for m in self.txns.values()
-            if (not states or m.state in states)
-            and (not producer_ids or m.producer_id in producer_ids)
-            and (
-                min_duration_ms < 0
-                or (m.state is TxnState.ONGOING and now - m.start_ms >= min_duration_ms)
-            )
-        ]
-        return ErrorCode.NONE, found
-
-    def figures(self) -> dict[str, Any]:
-        """For the metrics: ids held, transactions ongoing and being completed, commits,
-        aborts by reason (the client's EndTxn, the timeout, a new producer fencing the
-        old), ids expired."""
-        return {
-            "transactional_ids": len(self.txns),
-            "ongoing": sum(1 for m in self.txns.values() if m.state is TxnState.ONGOING),
-            "completing": sum(1 for m in self.txns.values() if m.state.preparing),
-            "commits": self.commits,
-            "aborts": dict(self.aborts),
-            "expired_ids": self.expired_ids,
-        }
-
-
-def _known(meta: TxnMetadata, expected: tuple[int, int]) -> bool:
-    """Whether the (producer id, epoch) a producer gives is this id's current or previous
-    one (or the one just before the last bump: its answer may have been lost)."""
-    return expected in (
-        (meta.producer_id, meta.producer_epoch),
-        (meta.producer_id, meta.producer_epoch - 1),
-        (meta.last_producer_id, meta.last_producer_epoch),
-    )

@@ -1,31 +1,37 @@
 """WriteTxnMarkers to the other brokers: the coordinator's side of Kafka's
-``TransactionMarkerChannelManager``.
+``TransactionMarkerChannelManager``; and AddPartitionsToTxn to a transaction's coordinator,
+the partition leaders' side of Kafka's ``AddPartitionsToTxnManager`` (``add_partitions``).
 
-Owns: ``MarkerChannel``, one connection per partition leader (kept between requests and
+Owns: ``MarkerChannel``, one connection per broker asked (kept between requests and
 opened again after a failure) on the inter-broker listener, with its TLS and SASL (the
 followers' ``PeerListener``), within ``request.timeout.ms``-like ``TIMEOUT_S``. Requests
 to one leader go one at a time over its connection; a leader that cannot be reached, or
 a connection that breaks, answers every partition NOT_LEADER_OR_FOLLOWER, which the
-coordinator retries once the cluster view has moved on.
+coordinator retries once the cluster view has moved on. A coordinator that cannot be
+reached answers COORDINATOR_NOT_AVAILABLE for the partitions a leader asked to add.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import trio
 
 from ...apis.services import TxnMarker
 from ...network.peer_client import PeerClient, PeerListener
 from ...protocol.errors import ErrorCode
+from ...protocol.messages.transactions import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
 from ...protocol.messages.txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from .markers import Results
 
 log = logging.getLogger("trio_broker.transactions")
 
 VERSION = 1
+ADD_VERSION = 5  # AddPartitionsToTxn's batched form, for brokers (verify_only false: add)
 TIMEOUT_S = 30.0  # Kafka's request.timeout.ms default
+_LOST = (OSError, ConnectionError, trio.TooSlowError, trio.BrokenResourceError)
 
 
 def request_of(markers: Sequence[TxnMarker]) -> WriteTxnMarkersRequest:
@@ -80,20 +86,69 @@ class MarkerChannel:
         self.failures = 0
 
     async def send(self, leader: int, markers: Sequence[TxnMarker]) -> Results:
-        lock = self._locks.setdefault(leader, trio.Lock())
+        try:
+            response = await self._call(leader, request_of(markers), VERSION)
+        except _LOST as e:
+            log.warning("markers to broker %d not sent: %s", leader, e or type(e).__name__)
+            lost = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            return [dict.fromkeys(m.partitions, lost) for m in markers]
+        return results_of(markers, response)
+
+    async def add_partitions(
+        self,
+        coordinator: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Sequence[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]:
+        """The partitions added to a transaction by its coordinator on another broker
+        (each one's error code)."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        Transaction = AddPartitionsToTxnRequest.Transaction
+        request = AddPartitionsToTxnRequest(
+            transactions=[
+                Transaction(
+                    transactional_id=transactional_id,
+                    producer_id=producer_id,
+                    producer_epoch=epoch,
+                    topics=[
+                        AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in by_topic.items()
+                    ],
+                )
+            ]
+        )
+        try:
+            response = await self._call(coordinator, request, ADD_VERSION)
+        except _LOST as e:
+            log.warning("partitions not added at broker %d: %s", coordinator, e or type(e).__name__)
+            return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        got = {
+            (t.name, p.partition_index): int(p.partition_error_code)
+            for r in response.results_by_transaction
+            for t in r.topic_results
+            for p in t.results_by_partition
+        }
+        top = int(response.error_code) or ErrorCode.UNKNOWN_SERVER_ERROR
+        return {tp: got.get(tp, top) for tp in partitions}
+
+    async def _call(self, broker: int, request: Any, version: int) -> Any:
+        """One request to ``broker``, one at a time over its connection; a failure drops
+        the connection (counted) and raises."""
+        lock = self._locks.setdefault(broker, trio.Lock())
         async with lock:
             try:
                 with trio.fail_after(TIMEOUT_S):
-                    client = await self._client(leader)
-                    response = await client.request(request_of(markers), VERSION)
-                self.requests += 1
-                return results_of(markers, response)
-            except (OSError, ConnectionError, trio.TooSlowError, trio.BrokenResourceError) as e:
+                    client = await self._client(broker)
+                    response = await client.request(request, version)
+            except _LOST:
                 self.failures += 1
-                log.warning("markers to broker %d not sent: %s", leader, e or type(e).__name__)
-                await self._drop(leader)
-                lost = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                return [dict.fromkeys(m.partitions, lost) for m in markers]
+                await self._drop(broker)
+                raise
+            self.requests += 1
+            return response
 
     async def _client(self, leader: int) -> PeerClient:
         client = self._clients.get(leader)

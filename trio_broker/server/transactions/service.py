@@ -13,6 +13,7 @@ topic.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,8 +21,10 @@ import trio
 
 from ...apis.topic_names import OFFSETS_TOPIC, TXN_STATE_TOPIC
 from ...apis.txn_services import TxnDescription
+from ...protocol.errors import ErrorCode
 from ..config import BrokerConfig
 from ..groups import CoordinatorLocator, CreateTopic, InternalTopicSpec, LogOffsetsTopic
+from . import introspection
 from .coordinator import TransactionCoordinator, TxnConfig
 from .marker_channel import MarkerChannel
 from .markers import MarkerWriter, WriteMarkers
@@ -101,6 +104,7 @@ class TransactionService:
         self.locator = CoordinatorLocator(broker, create_topic, TXN_STATE, self.coordinator)
         self.offsets_partition = broker.group_coordinator.partition_for
         self._logs = broker.replica_manager
+        self._broker_id = broker.broker_id
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.coordinator.run(task_status=task_status)
@@ -148,24 +152,73 @@ class TransactionService:
             transactional_id, producer_id, epoch, [partition]
         )
 
-    async def end_txn(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    async def add_partitions_for_leader(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        """KIP-890 part 2: partitions whose leader (this broker) adds them to a
+        transaction for its producer (Produce v12+, TxnOffsetCommit v5+), at the id's
+        coordinator, here or on another broker (AddPartitionsToTxn v5)."""
+        node, error, _ = await self.locator.locate(transactional_id)
+        if error:
+            return dict.fromkeys(partitions, error)
+        if node == self._broker_id:
+            code = await self.coordinator.add_partitions(
+                transactional_id, producer_id, epoch, partitions
+            )
+            return dict.fromkeys(partitions, code)
+        return await self.channel.add_partitions(
+            node, transactional_id, producer_id, epoch, partitions
+        )
+
+    async def add_offsets_for_leader(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str
     ) -> int:
-        return await self.coordinator.end_txn(transactional_id, producer_id, epoch, commit)
+        """TxnOffsetCommit v5+: the group's ``__consumer_offsets`` partition joins the
+        transaction, as AddOffsetsToTxn would have done it."""
+        partition = (OFFSETS_TOPIC, self.offsets_partition(group_id))
+        added = await self.add_partitions_for_leader(
+            transactional_id, producer_id, epoch, [partition]
+        )
+        return added[partition]
+
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, bump: bool
+    ) -> tuple[int, int, int]:
+        return await self.coordinator.end_transaction(
+            transactional_id, producer_id, epoch, commit, bump=bump
+        )
 
     def describe(self, transactional_id: str) -> tuple[int, TxnDescription | None]:
-        error, meta = self.coordinator.describe(transactional_id)
+        error, meta = introspection.describe(self.coordinator, transactional_id)
         return error, None if meta is None else description_of(meta)
 
     def listing(
-        self, states: Sequence[str], producer_ids: Sequence[int], min_duration_ms: int
+        self,
+        states: Sequence[str],
+        producer_ids: Sequence[int],
+        min_duration_ms: int,
+        id_pattern: str | None = None,
     ) -> tuple[int, list[str], list[TxnDescription]]:
         by_label = {s.label: s for s in TxnState}
         unknown = [s for s in states if s not in by_label]
         wanted = [by_label[s] for s in states if s in by_label]
+        pattern = None
+        if id_pattern:  # Kafka's Pattern.matches(): the whole id
+            try:
+                pattern = re.compile(id_pattern)
+            except re.error:
+                return ErrorCode.INVALID_REGULAR_EXPRESSION, unknown, []
         if states and not wanted:  # only unknown states asked for: none can match
             return 0, unknown, []
-        error, found = self.coordinator.listing(wanted, producer_ids, min_duration_ms)
+        error, found = introspection.listing(
+            self.coordinator, wanted, producer_ids, min_duration_ms
+        )
+        if pattern is not None:
+            found = [m for m in found if pattern.fullmatch(m.transactional_id)]
         return error, unknown, [description_of(m) for m in found]
 
     # ------------------------------------------------------------ figures
@@ -175,7 +228,7 @@ class TransactionService:
         written (and sent to other brokers), and the partitions this broker leads whose
         last stable offset is below the high watermark (open transactions hold
         read_committed consumers back by that many offsets)."""
-        coordinator = self.coordinator.figures()
+        coordinator = introspection.figures(self.coordinator)
         coordinator["markers_written"] = self.markers.written
         coordinator["marker_requests_failed"] = self.channel.failures
         return {"coordinator": coordinator, "lso_lag": self._logs.lso_lags()}

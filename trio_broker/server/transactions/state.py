@@ -2,7 +2,10 @@
 
 Owns: ``TxnState`` (Kafka's ids, as ``__transaction_state`` stores them), ``TxnMetadata``
 (producer id and epoch, the previous ones, the timeout, the state, the partitions of the
-ongoing transaction, its times) and ``record_of`` / ``metadata_of``, which turn it into
+ongoing transaction, its times, the transaction version its last end used and, under
+transaction version 2, the producer id the producer moves to once its epochs run out) and
+the producer checks of its moves (``known_producer``, ``bumped_retry``, ``next_producer``),
+``record_of`` / ``metadata_of``, which turn it into
 the key and value of a ``__transaction_state`` record and back, and ``latest_of``, the
 state of every id a run of such records leaves. Pure data; no I/O.
 
@@ -79,11 +82,42 @@ class TxnMetadata:
     partitions: frozenset[TopicPartition] = field(default_factory=frozenset)
     start_ms: int = -1
     update_ms: int = -1
+    # KIP-890 part 2: 2 once an EndTxn v5 ended a transaction (each end bumps the epoch)
+    client_tv: int = 0
+    # transaction version 2: the producer id the end moves to when the epoch is exhausted
+    next_producer_id: int = NO_PRODUCER_ID
     pending: bool = False  # a state change is being written
 
     def moved(self, **changes: object) -> TxnMetadata:
         """A copy with ``changes`` (never pending: the copy is what is being written)."""
         return replace(self, pending=False, **changes)  # type: ignore[arg-type]
+
+
+def bumped_retry(meta: TxnMetadata, producer_id: int, epoch: int) -> bool:
+    """Whether a transaction version 2 EndTxn comes again from before the bump its first
+    try made: the epoch before this id's, or the last epoch of the id it moved from."""
+    if meta.client_tv != 2:
+        return False
+    if producer_id == meta.producer_id:
+        return epoch == meta.producer_epoch - 1
+    return producer_id == meta.last_producer_id and epoch == MAX_PRODUCER_EPOCH - 1
+
+
+def next_producer(meta: TxnMetadata) -> tuple[int, int]:
+    """The producer id and epoch the producer goes on with after ``meta``'s end."""
+    if meta.next_producer_id != NO_PRODUCER_ID:
+        return meta.next_producer_id, 0
+    return meta.producer_id, meta.producer_epoch
+
+
+def known_producer(meta: TxnMetadata, expected: tuple[int, int]) -> bool:
+    """Whether the (producer id, epoch) a producer gives is this id's current or previous
+    one (or the one just before the last bump: its answer may have been lost)."""
+    return expected in (
+        (meta.producer_id, meta.producer_epoch),
+        (meta.producer_id, meta.producer_epoch - 1),
+        (meta.last_producer_id, meta.last_producer_epoch),
+    )
 
 
 def record_of(meta: TxnMetadata) -> tuple[bytes, bytes | None]:
@@ -97,6 +131,7 @@ def record_of(meta: TxnMetadata) -> tuple[bytes, bytes | None]:
     value = TransactionLogValue(
         producer_id=meta.producer_id,
         previous_producer_id=meta.last_producer_id,
+        next_producer_id=meta.next_producer_id,
         producer_epoch=meta.producer_epoch,
         transaction_timeout_ms=meta.timeout_ms,
         transaction_status=int(meta.state),
@@ -106,6 +141,7 @@ def record_of(meta: TxnMetadata) -> tuple[bytes, bytes | None]:
         ],
         transaction_last_update_timestamp_ms=meta.update_ms,
         transaction_start_timestamp_ms=meta.start_ms,
+        client_transaction_version=meta.client_tv,
     )
     return key, encode_value(value)
 
@@ -130,6 +166,8 @@ def metadata_of(key: bytes, value: bytes | None) -> tuple[str, TxnMetadata | Non
         partitions=partitions,
         start_ms=v.transaction_start_timestamp_ms,
         update_ms=v.transaction_last_update_timestamp_ms,
+        client_tv=v.client_transaction_version,
+        next_producer_id=v.next_producer_id,
     )
 
 
