@@ -238,6 +238,7 @@ def create_app(view: AdminView) -> QuartTrio:
                 "data_dir": d.data_dir,
                 "trends": d.trends,
                 "recommendations": d.recommendations,
+                "balance": d.balance,
                 "problems": list(d.problems),
             }
         )

@@ -18,6 +18,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 PAGE = "dashboard.html"
 CONTENT_TYPES = {
     "dashboard.js": "text/javascript; charset=utf-8",
+    "cluster.js": "text/javascript; charset=utf-8",
     "dashboard.css": "text/css; charset=utf-8",
     "uPlot.iife.min.js": "text/javascript; charset=utf-8",
     "uPlot.min.css": "text/css; charset=utf-8",

@@ -230,6 +230,7 @@ def _schemas(mute_states: Sequence[str], quota_keys: Sequence[str]) -> dict[str,
                     "type": ["object", "null"],
                     "description": "the advisor's recommendations.json (null: none yet)",
                 },
+                "balance": {"type": ["object", "null"], "description": "balance/plan.json"},
                 "problems": {"type": "array", "items": {"type": "string"}},
             }
         ),

@@ -142,15 +142,17 @@ class ScramUser:
 class DashboardData:
     """What the Spark jobs left in ``dashboard.data.dir`` for the dashboard.
 
-    ``trends`` is their ``dashboard.json`` and ``recommendations`` the advisor's
-    ``recommendations.json`` (``None``: not there yet); ``problems`` says why a file that
-    is there could not be read.
+    ``trends`` is their ``dashboard.json``, ``recommendations`` the advisor's
+    ``recommendations.json`` and ``balance`` the balance job's ``balance/plan.json``
+    (``None``: not there yet); ``problems`` says why a file that is there could not be
+    read.
     """
 
     data_dir: str
     trends: Mapping[str, Any] | None
     recommendations: Mapping[str, Any] | None
     problems: tuple[str, ...] = ()
+    balance: Mapping[str, Any] | None = None
 
 
 # Where a key's value comes from, lowest precedence first (the broker's config names them).

@@ -22,7 +22,9 @@ same broker; the four tables under ``--out``, each partitioned by ``date`` (UTC)
   replication, leaders, replicas, disk), and per bucket, broker and partition replica, the
   replica's rates, log and lag: what the balance job reads;
 
-and ``dashboard.json`` (the charts of the last ``--dashboard-hours``) and ``_report.json``
+and ``dashboard.json`` (the charts of the last ``--dashboard-hours``, and the cluster view:
+the brokers by load and the hottest partitions over the last ``--trend-window-seconds``, from
+``spark_jobs.dashboard_cluster``) and ``_report.json``
 (what was read: lines, snapshots, duplicates, corrupt lines, markers, brokers). A run
 recomputes every date it has input for and leaves other dates alone. Buckets are one minute
 unless ``--bucket-seconds`` says otherwise (the tests use seconds to see trends quickly).
@@ -47,6 +49,7 @@ from pyspark.sql.utils import AnalysisException
 
 from spark_jobs.aggregate import aggregate, bucket_rows, split
 from spark_jobs.cluster_tables import cluster_tables
+from spark_jobs.dashboard_cluster import build_cluster
 from spark_jobs.dashboard_data import build_dashboard
 from spark_jobs.durable import write_json_atomic
 from spark_jobs.session import add_spark_args, parse_confs, spark_session
@@ -241,7 +244,10 @@ def run(
             df.repartition("date").write.mode("overwrite").partitionBy("date").parquet(
                 f"{out}/{name}"
             )
-            report["tables"][name] = spark.read.parquet(f"{out}/{name}").count()
+            try:
+                report["tables"][name] = spark.read.parquet(f"{out}/{name}").count()
+            except AnalysisException:  # no rows: Spark wrote no file (snapshots without
+                report["tables"][name] = 0  # partitions, as from a broker holding none)
         pairs.unpersist()
         trends = trend_table(spark, out, bucket_s, trend_window_s)
         if trends is not None:
@@ -291,7 +297,21 @@ def _dashboard(
             continue
         since = int(latest[0] - hours * 3600)
         rows[name] = [r.asDict() for r in df.filter(F.col("time") >= since).collect()]
-    return build_dashboard(
+    recent: dict[str, list[dict[str, Any]]] = {}
+    for name in ("brokers", "partitions"):  # the last trend window: the cluster view
+        try:
+            df = spark.read.parquet(f"{out}/{name}").filter(F.col("bucket_s") == bucket_s)
+        except AnalysisException:
+            recent[name] = []
+            continue
+        df = df.withColumn("bucket", F.unix_seconds("bucket"))
+        latest = df.agg(F.max("bucket")).first()
+        if latest is None or latest[0] is None:
+            recent[name] = []
+            continue
+        since = int(latest[0] - trend_window_s)
+        recent[name] = [r.asDict() for r in df.filter(F.col("bucket") > since).collect()]
+    doc = build_dashboard(
         requests=rows["requests"],
         pools=rows["pools"],
         connections=rows["connections"],
@@ -301,6 +321,8 @@ def _dashboard(
         generated_at=generated,
         input_report=report["input"],
     )
+    doc["cluster"] = build_cluster(recent["brokers"], recent["partitions"], window_s=trend_window_s)
+    return doc
 
 
 def _local_dir(out: str) -> Path | None:

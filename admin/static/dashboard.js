@@ -1,6 +1,7 @@
-/* trio-broker dashboard: live figures from /v1/metrics, trend charts and tuning advice
- * from /v1/dashboard (the Spark jobs' dashboard.json and the advisor's
- * recommendations.json). Charts are uPlot. With an admin token, open
+/* trio-broker dashboard: live figures from /v1/metrics, trend charts, tuning advice and
+ * the cluster view from /v1/dashboard (the Spark jobs' dashboard.json, the advisor's
+ * recommendations.json and the balance job's balance/plan.json; the cluster view and
+ * the verdicts are drawn by cluster.js). Charts are uPlot. With an admin token, open
  * /dashboard#token=<token>: it is kept in sessionStorage and sent as a bearer token.
  * Without a token where one is needed, the page says so ("token needed: ...") and
  * <body data-state> is "token-needed".
@@ -403,6 +404,7 @@ function evidenceList(ev) {
 
 function renderAdvice(advice) {
   lastAdvice = advice;
+  renderVerdicts(advice);
   const body = document.querySelector("#recommendations tbody");
   body.replaceChildren();
   const effects = document.getElementById("effects");
@@ -415,9 +417,11 @@ function renderAdvice(advice) {
   if (advice.recommendations.length === 0) {
     const need = (advice.thresholds || {}).min_buckets;
     const short = (advice.pools || []).filter((a) => a.enough_data === false);
+    const holds = (advice.verdicts || []).length;
     const text = short.length
       ? short.map((a) => "Not enough data for broker " + a.broker_id + " " + a.pool + " (need " +
           plural(need, "bucket") + ", have " + a.buckets + ")").join("; ")
+      : holds ? "No change recommended: every pool holds, for the reasons above."
       : "No change recommended.";
     body.append(el("tr", {}, el("td", { class: "text empty", colspan: "7" }, text)));
   }
@@ -442,6 +446,7 @@ async function pollTrends() {
     const d = await api("/v1/dashboard");
     renderTrends(d.trends);
     renderAdvice(d.recommendations);
+    renderCluster(d.trends ? d.trends.cluster : null, d.balance);
     if (d.problems && d.problems.length) setStatus(d.problems.join("; "));
     markReady("trends");
   } catch (e) {

@@ -8,8 +8,9 @@ no admin API is given (``state_from_tables``: a broker whose newest bucket is ol
 ``--down-after-seconds`` is taken as dead), and the run: observe (Spark, or
 ``--engine python``), model, plan, write ``TRENDS/balance/plan.json``, print (with the
 effect of the last plan applied, from the tables: ``effect``), and with ``--apply``
-execute it (``executor``). ``detect`` looks for anomalies (``anomaly``) and
-plans only when it finds one; ``--self-heal`` applies that plan.
+execute it (``executor``), its progress written into ``plan.json`` as it goes. ``detect``
+looks for anomalies (``anomaly``) and plans only when it finds one; ``--self-heal``
+applies that plan.
 Exit status: 0 done; 1 a plan was not applied (an unmet hard goal, the cluster degraded,
 a move failed); 2 the input or the cluster could not be read.
 """
@@ -169,7 +170,11 @@ def run(args: argparse.Namespace) -> int:
         degraded_grace_s=args.degraded_grace_seconds,
         effect_s=args.effect_seconds,
     )
-    record = execute(doc, view, args.admin, token, options)
+
+    def progress(so_far: dict[str, Any]) -> None:  # the dashboard shows it from plan.json
+        write_json_atomic(out / "plan.json", {**doc, "execution": so_far})
+
+    record = execute(doc, view, args.admin, token, options, progress)
     doc["execution"] = record
     write_json_atomic(out / "plan.json", doc)
     log = AppendLog(out / "actions.jsonl")

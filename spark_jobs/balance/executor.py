@@ -23,13 +23,16 @@ Owns ``execute`` and what it records. In order:
 8. It measures the load again after the brokers' metrics window has passed, and reports
    each broker before and after.
 
+While it runs it hands ``progress`` (if given) the record so far, status ``running``, each
+time a move starts (``moving``) or ends: the balance job writes it into ``plan.json``, so
+the dashboard shows the execution's progress.
 Must not: plan; retry a refused move.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,8 +208,16 @@ def execute(
     admins: Sequence[str],
     token: str | None,
     options: ExecOptions,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"started_at": _now(), "options": options.__dict__.copy()}
+    results: dict[Key, dict[str, Any]] = {}
+
+    def report() -> None:
+        if progress is not None:
+            moves = [{"topic": k[0], "partition": k[1], **v} for k, v in sorted(results.items())]
+            progress({**record, "status": "running", "moves": moves})
+
     if doc["unmet_hard_goals"]:
         record.update(
             status="refused",
@@ -220,7 +231,6 @@ def execute(
         return record
     with KafkaOps(view.bootstrap) as kafka:
         ongoing = frozenset(kafka.ongoing())
-        results: dict[Key, dict[str, Any]] = {}
         todo = []
         for m in moves:
             why = _stale(m, view, ongoing)
@@ -228,6 +238,7 @@ def execute(
                 results[_key(m)] = {"status": "skipped", "note": why}
             else:
                 todo.append(m)
+        report()
         if options.effect_s > 0:
             record["before"] = measure(view, token, options.effect_s)
         throttles = Throttles(kafka, options.throttle or 0)
@@ -237,7 +248,7 @@ def execute(
             record["throttle"]["errors"] = throttles.errors
         try:
             status, events, most = _run_moves(
-                kafka, todo, results, admins, token, options, Health(view)
+                kafka, todo, results, admins, token, options, Health(view), report
             )
             record["max_in_flight"] = most
         finally:
@@ -270,6 +281,7 @@ def _run_moves(
     token: str | None,
     options: ExecOptions,
     health: Health,
+    report: Callable[[], None],
 ) -> tuple[str, list[str], int]:
     queue = list(todo)
     inflight: dict[Key, tuple[Mapping[str, Any], float]] = {}
@@ -283,8 +295,11 @@ def _run_moves(
             outcome = kafka.reassign({k: list(m["replicas_after"])}).get(k, "no answer")
             if outcome != "ok":
                 results[k] = {"status": "failed", "note": f"AlterPartitionReassignments: {outcome}"}
+                report()
                 continue
             inflight[k] = (m, time.monotonic())
+            results[k] = {"status": "moving"}
+            report()
             most = max(most, len(inflight))
         if stopped and not inflight:
             break
@@ -296,6 +311,7 @@ def _run_moves(
             events.append(f"{_now()} could not read the cluster: {exc}")
             view, ongoing = None, None
         now = time.monotonic()
+        ended = len(inflight)
         for k, (m, began) in list(inflight.items()):
             p = view.partitions.get(k) if view else None
             moved = p is not None and [int(r) for r in p["replicas"]] == m["replicas_after"]
@@ -306,6 +322,8 @@ def _run_moves(
             if now - began > options.move_timeout_s:
                 results[k] = {"status": "timed out", "note": "still moving; left under way"}
                 del inflight[k]
+        if len(inflight) != ended:
+            report()
         if view is None:
             continue
         problems = health.problems(view, set(inflight))

@@ -73,6 +73,7 @@ def test_the_data_needs_the_token_and_is_empty_before_the_jobs_ran(
         "data_dir": str(data_dir),
         "trends": None,
         "recommendations": None,
+        "balance": None,
         "problems": [],
     }
 
@@ -264,6 +265,10 @@ def test_with_a_token_the_page_shows_live_figures_trends_and_advice(
     assert "advice (for an operator)" in page_text and "add brokers (scale out)" in page_text
     assert "1 broker" in page_text and "2 brokers" in page_text
     assert "event loop busy 97%" in page_text
+    # advice from before verdicts existed: no verdict table; no cluster data: said so
+    assert 'id="verdicts"' not in dom
+    assert "No brokers table yet: scrape every broker (spark_jobs.scrape --cluster)" in page_text
+    assert "No balance plan yet: run python -m spark_jobs.balance" in page_text
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -360,7 +360,11 @@ async def admin_server(broker: Broker) -> AsyncIterator[str | None]:
 
 # ------------------------------------------------------------------- helpers
 
-DASHBOARD_FILES = {"trends": "dashboard.json", "recommendations": "recommendations.json"}
+DASHBOARD_FILES = {
+    "trends": "dashboard.json",
+    "recommendations": "recommendations.json",
+    "balance": "balance/plan.json",
+}
 MAX_DASHBOARD_FILE_BYTES = 32 << 20
 
 
@@ -393,6 +397,7 @@ def _read_dashboard_dir(directory: Path) -> DashboardData:
         trends=found.get("trends"),
         recommendations=found.get("recommendations"),
         problems=tuple(problems),
+        balance=found.get("balance"),
     )
 
 
