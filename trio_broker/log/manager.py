@@ -1,8 +1,10 @@
 """All partition logs of the broker, across its log directories.
 
 Owns: the log directories (created at start), the ``<topic>-<partition>`` folder naming,
-loading every partition at start-up (recovering those of a directory without the
-``.kafka_cleanshutdown`` marker) once it has checked that the open files limit holds what
+loading every partition at start-up on ``recovery_threads`` threads a directory (Kafka's
+``num.recovery.threads.per.data.dir``; recovering those of a directory without the
+``.kafka_cleanshutdown`` marker, else taking their numbers from the directory's checkpoint
+files, ``dir_checkpoints``) once it has checked that the open files limit holds what
 they will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a
 partition in the online directory holding the fewest (a log that cannot be made leaves no
 folder behind), a log dir's failure (the first log in it that goes offline takes the others
@@ -10,7 +12,8 @@ with it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), 
 descriptors the logs hold (``file_budget``), deleting one (renamed to
 ``<topic>-<partition>.<id>-delete`` first, then removed), the periodic entry points the
 server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
-(flush, checkpoints, clean-shutdown markers). It must not keep topic metadata (ids,
+(flush every log on ``recovery_threads`` threads, then per directory one set of checkpoint
+files and after them the clean-shutdown marker). It must not keep topic metadata (ids,
 configs): the server does, and passes configs in.
 """
 
@@ -23,10 +26,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from .config import LogConfig
 from .descriptors import FileBudget, check_start, open_files_limit, segments_on_disk
+from .dir_checkpoints import read_dir_checkpoints, write_dir_checkpoints
 from .errors import LogError, LogStorageError
 from .files import fsync_dir
 from .log_core import LogCore
@@ -39,6 +46,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
+_T = TypeVar("_T")
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
@@ -84,10 +92,16 @@ class LogManager:
         *,
         topic_configs: Mapping[str, LogConfig] | None = None,
         now_ms: int | None = None,
+        recovery_threads: int = 1,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
+        if recovery_threads < 1:
+            raise ValueError("recovery_threads must be at least 1")
         self.log_dirs = [Path(d) for d in log_dirs]
+        # Threads per log dir that load the logs at start and close them at shutdown
+        # (Kafka's num.recovery.threads.per.data.dir).
+        self.recovery_threads = recovery_threads
         self.default_config = default_config
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
@@ -114,6 +128,7 @@ class LogManager:
     # -- start-up ----------------------------------------------------------------------
 
     def _load_dir(self, log_dir: Path, configs: Mapping[str, LogConfig], now_ms: int) -> None:
+        began = time.monotonic()
         try:
             log_dir.mkdir(parents=True, exist_ok=True)
             marker = log_dir / CLEAN_SHUTDOWN_FILE
@@ -121,8 +136,11 @@ class LogManager:
             entries = sorted(os.scandir(log_dir), key=lambda e: e.name)
         except OSError as exc:
             raise LogStorageError(f"{log_dir}: cannot read the log directory: {exc}") from exc
+        # The dir's checkpoints are trusted only with the marker written after them.
+        saved = read_dir_checkpoints(log_dir) if clean else None
         if not clean and any(e.is_dir() for e in entries):  # a new directory has nothing to recover
             logger.info("%s: no clean shutdown marker, recovering its partitions", log_dir)
+        folders: list[tuple[TopicPartition, Path]] = []
         for entry in entries:
             if not entry.is_dir():
                 continue
@@ -130,16 +148,35 @@ class LogManager:
                 shutil.rmtree(entry.path, ignore_errors=True)
                 continue
             tp = parse_partition_dir(entry.name)
-            if tp is None:
-                continue
+            if tp is not None:
+                folders.append((tp, Path(entry.path)))
+
+        def load(tp: TopicPartition, folder: Path) -> PartitionLog:
             config = configs.get(tp[0], self.default_config)
-            log = PartitionLog.open(Path(entry.path), config, recover=not clean, now_ms=now_ms)
+            checkpoint = saved.get(tp) if saved is not None else None
+            return PartitionLog.open(
+                folder, config, recover=not clean, now_ms=now_ms, checkpoint=checkpoint
+            )
+
+        loaded, error = self._in_threads([(tp, partial(load, tp, f)) for tp, f in folders])
+        for tp, log in loaded.items():
             if tp in self._logs:
                 log.close()
-                raise LogStorageError(
+                error = error or LogStorageError(
                     f"partition {tp[0]}-{tp[1]} is in both {self._dir_of[tp]} and {log_dir}"
                 )
+                continue
             self._adopt(tp, log, log_dir)
+        if error is not None:
+            raise error
+        logger.info(
+            "%s: %d partitions loaded in %.2f s (%s, %d threads)",
+            log_dir,
+            len(loaded),
+            time.monotonic() - began,
+            "clean shutdown: no recovery" if clean else "recovered",
+            self.recovery_threads,
+        )
         # From now on a crash must be detected: the marker goes until the next close().
         try:
             if clean:
@@ -147,6 +184,29 @@ class LogManager:
                 fsync_dir(log_dir)
         except OSError as exc:
             raise LogStorageError(f"{log_dir}: cannot remove the clean marker: {exc}") from exc
+
+    def _in_threads(
+        self, jobs: list[tuple[TopicPartition, Callable[[], _T]]]
+    ) -> tuple[dict[TopicPartition, _T], BaseException | None]:
+        """Run one job a partition on ``recovery_threads`` threads: what each returned,
+        and the first exception raised (the other jobs still run to their end)."""
+        results: dict[TopicPartition, _T] = {}
+        error: BaseException | None = None
+        if self.recovery_threads == 1 or len(jobs) < 2:
+            for tp, job in jobs:
+                try:
+                    results[tp] = job()
+                except Exception as exc:
+                    error = error or exc
+            return results, error
+        with ThreadPoolExecutor(self.recovery_threads, thread_name_prefix="log-recovery") as pool:
+            futures = [(tp, pool.submit(job)) for tp, job in jobs]
+            for tp, future in futures:
+                try:
+                    results[tp] = future.result()
+                except Exception as exc:
+                    error = error or exc
+        return results, error
 
     # -- lookup ------------------------------------------------------------------------
 
@@ -338,27 +398,39 @@ class LogManager:
     # -- shutdown ----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush and close every log, then mark each directory cleanly shut down (only if
-        all its logs closed cleanly)."""
+        """Flush and close every log (``recovery_threads`` at a time in each dir), then,
+        in each directory all of whose logs closed cleanly, write the dir's checkpoint files
+        (one set for all its partitions: ``dir_checkpoints``) and after them the clean
+        shutdown marker."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             logs = list(self._logs.items())
-        failed_dirs: set[Path] = set()
-        for tp, log in logs:
-            try:
-                log.close()
-            except LogError as exc:
-                logger.error("%s-%d: close failed: %s", tp[0], tp[1], exc)
-                failed_dirs.add(self._dir_of[tp])
-            if log.offline:
-                failed_dirs.add(self._dir_of[tp])
         for log_dir in self.log_dirs:
-            if log_dir in failed_dirs:
-                continue
+            began = time.monotonic()
+            mine = [(tp, log) for tp, log in logs if self._dir_of.get(tp) == log_dir]
+            closed, _ = self._in_threads([(tp, partial(_close_one, tp, log)) for tp, log in mine])
+            if len(closed) < len(mine) or not all(closed.values()):
+                continue  # no marker: the next start recovers this dir
+            entries = {tp: log.checkpoint_values() for tp, log in mine}
             try:
+                write_dir_checkpoints(log_dir, entries)
                 (log_dir / CLEAN_SHUTDOWN_FILE).touch()
                 fsync_dir(log_dir)
             except OSError as exc:
-                logger.error("%s: cannot write the clean shutdown marker: %s", log_dir, exc)
+                logger.error("%s: cannot write the clean shutdown checkpoints: %s", log_dir, exc)
+                continue
+            logger.info(
+                "%s: %d partitions closed in %.2f s", log_dir, len(mine), time.monotonic() - began
+            )
+
+
+def _close_one(tp: TopicPartition, log: PartitionLog) -> bool:
+    """Close a log without its own checkpoint file; False if it failed or is offline."""
+    try:
+        log.close(checkpoint=False)
+    except LogError as exc:
+        logger.error("%s-%d: close failed: %s", tp[0], tp[1], exc)
+        return False
+    return not log.offline

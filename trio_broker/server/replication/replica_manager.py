@@ -106,6 +106,7 @@ class ReplicaManager:
         # Compaction of the logs whose cleanup.policy has compact (its own threads).
         self.cleaner = LogCleaner(lambda: self.config, self._all_logs)
         self.volumes = VolumeSurvey()  # the log dirs' volumes, for the metrics
+        self._checkpointed_all = False  # every log's checkpoint written since the start
 
     def _all_logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
         return self.logs.logs() if self.logs is not None else iter(())
@@ -125,9 +126,9 @@ class ReplicaManager:
     def open(self, topics: list[TopicInfo]) -> None:
         """Load every partition log (blocking: call from a thread) and create missing ones."""
         configs = {t.name: log_config_for(self.config, t.configs) for t in topics}
-        self.logs = LogManager(
-            list(self.config.log_dirs), log_config_for(self.config, {}), topic_configs=configs
-        )
+        dirs, default = list(self.config.log_dirs), log_config_for(self.config, {})
+        threads = self.config["num.recovery.threads.per.data.dir"]
+        self.logs = LogManager(dirs, default, topic_configs=configs, recovery_threads=threads)
         for t in topics:
             if self.cluster.authoritative:  # the controller says which logs are held here
                 self._note_topic_configs(t)
@@ -579,10 +580,12 @@ class ReplicaManager:
 
     def _checkpoint_replicated(self) -> None:
         """Persist the high watermarks of replicated logs (Kafka's
-        replication-offset-checkpoint), so a restart does not begin far behind."""
+        replication-offset-checkpoint), so a restart does not begin far behind. The first
+        run does every log: a clean start read the log dirs' files and left the logs' own."""
         for _, plog in self._all_logs():
-            if plog.replicated and not plog.closed:
+            if (plog.replicated or not self._checkpointed_all) and not plog.closed:
                 plog.checkpoint()
+        self._checkpointed_all = True
 
     def _retention(self) -> None:
         assert self.logs is not None
