@@ -53,6 +53,9 @@ def test_close_writes_one_set_per_dir_and_the_next_load_uses_it(tmp_path, thread
         assert log.log_end_offset == p + 1 and log.high_watermark == p + 1
     assert again.get("t", 5).log_start_offset == 2  # type: ignore[union-attr]
     assert _checkpoint_files(d) == before  # nor at load
+    again.checkpoint_loaded()  # what the broker runs in the background after a start
+    for p in range(6):
+        assert read_checkpoint(d / f"t-{p}") == again.get("t", p).checkpoint_values()  # type: ignore[union-attr]
     again.close()
 
 

@@ -25,7 +25,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -106,12 +106,15 @@ class LogManager:
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._held_in: dict[Path, int] = {}  # logs a dir holds (kept as they come and go)
         self._doomed: list[Path] = []  # folders of logs that could not be made, to remove
         # Log dirs a log of failed in (an I/O error, not a full disk): offline until restart.
         self.offline_dirs: set[Path] = set()
         self._offline_tps: set[TopicPartition] = set()
         self._offline_lock = threading.Lock()
         self._closed = False
+        # Logs loaded from their dir's checkpoint files, whose own files are older.
+        self._loaded_from_dir: list[TopicPartition] = []
         now = _now_ms() if now_ms is None else now_ms
         configs = dict(topic_configs or {})
         # Refused before any log is opened: a broker short of descriptors would otherwise
@@ -167,8 +170,12 @@ class LogManager:
                 )
                 continue
             self._adopt(tp, log, log_dir)
+            if saved is not None and tp in saved:
+                self._loaded_from_dir.append(tp)
         if error is not None:
             raise error
+        if not loaded:
+            return
         logger.info(
             "%s: %d partitions loaded in %.2f s (%s, %d threads)",
             log_dir,
@@ -251,9 +258,11 @@ class LogManager:
         *,
         topic_id: uuid.UUID | None = None,
         now_ms: int | None = None,
+        sync: bool = True,
     ) -> PartitionLog:
         """The log of ``topic``-``partition``, created in the least loaded directory if it
-        does not exist yet (an existing log gets ``config`` if one is given)."""
+        does not exist yet (an existing log gets ``config`` if one is given). ``sync``
+        False leaves the fsync of the log dir (its new entry) to the caller."""
         if partition < 0 or not topic or "/" in topic or topic in (".", ".."):
             raise ValueError(f"bad partition name {topic!r}-{partition}")
         tp = (topic, partition)
@@ -268,11 +277,7 @@ class LogManager:
             online = [d for d in self.log_dirs if d not in self.offline_dirs]
             if not online:
                 raise LogStorageError(f"{topic}-{partition}: every log dir is offline")
-            counts = {d: 0 for d in online}
-            for d in self._dir_of.values():
-                if d in counts:
-                    counts[d] += 1
-            log_dir = min(online, key=lambda d: counts[d])
+            log_dir = min(online, key=lambda d: self._held_in.get(d, 0))
             directory = log_dir / partition_dir_name(topic, partition)
             now = _now_ms() if now_ms is None else now_ms
             made = not directory.exists()
@@ -281,7 +286,8 @@ class LogManager:
                     directory.mkdir(parents=True, exist_ok=True)
                     if topic_id is not None:
                         write_partition_metadata(directory, topic_id)
-                    fsync_dir(log_dir)
+                    if sync:
+                        fsync_dir(log_dir)
                 except OSError as exc:
                     raise LogStorageError(f"{directory}: cannot create: {exc}") from exc
                 log = PartitionLog.open(
@@ -294,9 +300,33 @@ class LogManager:
             self._adopt(tp, log, log_dir)
             return log
 
+    def create_all(
+        self,
+        topic: str,
+        partitions: Iterable[int],
+        config: LogConfig | None = None,
+        *,
+        topic_id: uuid.UUID | None = None,
+    ) -> list[PartitionLog]:
+        """``create`` for several partitions of one topic as one batch: each log dir they
+        land in is fsynced once at the end, not once a partition. A failure part-way
+        leaves the logs made so far to the caller (``delete`` undoes them)."""
+        now = _now_ms()
+        logs = [
+            self.create(topic, p, config, topic_id=topic_id, now_ms=now, sync=False)
+            for p in partitions
+        ]
+        for log_dir in {log.directory.parent for log in logs}:
+            try:
+                fsync_dir(log_dir)
+            except OSError as exc:
+                raise LogStorageError(f"{log_dir}: cannot sync new partitions: {exc}") from exc
+        return logs
+
     def _adopt(self, tp: TopicPartition, log: PartitionLog, log_dir: Path) -> None:
         self._logs[tp] = log
         self._dir_of[tp] = log_dir
+        self._held_in[log_dir] = self._held_in.get(log_dir, 0) + 1
         log.offline_listener = self._log_offline
 
     def _log_offline(self, log: LogCore) -> None:
@@ -350,7 +380,9 @@ class LogManager:
         tp = (topic, partition)
         with self._lock:
             log = self._logs.pop(tp, None)
-            self._dir_of.pop(tp, None)
+            held_in = self._dir_of.pop(tp, None)
+            if held_in is not None:
+                self._held_in[held_in] -= 1
         if log is None:
             return False
         target = log.directory.with_name(f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
@@ -387,6 +419,21 @@ class LogManager:
     def checkpoint(self) -> None:
         """Persist every log's recovery point and log start offset that changed."""
         self._each("checkpoint", lambda log: log.checkpoint())
+
+    def checkpoint_loaded(self) -> None:
+        """Write the own checkpoint files of the logs loaded from their dir's files (a
+        clean start leaves them as they were); once, then a no-op. Until it runs, a crash
+        recovers those logs from their older, lower numbers: a longer scan, never less."""
+        with self._lock:
+            todo, self._loaded_from_dir = self._loaded_from_dir, []
+        for tp in todo:
+            log = self._logs.get(tp)
+            if log is None or log.closed:
+                continue
+            try:
+                log.checkpoint()
+            except LogError as exc:
+                logger.error("%s-%d: checkpoint failed: %s", tp[0], tp[1], exc)
 
     def apply_retention(self, now_ms: int) -> int:
         """Roll logs older than ``segment.ms`` and delete expired segments. Returns how

@@ -93,8 +93,8 @@ class PartitionLog(LogCore):
             checkpoint,
         )
         try:
-            if checkpoint is None:
-                log.checkpoint()
+            if checkpoint is None and (log._checkpointed is not None or log._log_end > 0):
+                log.checkpoint()  # (an empty new log's missing file reads as what it holds)
             log._load_producer_state(now_ms)
             end = log._segments[-1].next_offset
             headers = headers_from(log._segments, log._log_start)  # read if the file is lost

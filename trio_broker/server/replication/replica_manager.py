@@ -106,7 +106,6 @@ class ReplicaManager:
         # Compaction of the logs whose cleanup.policy has compact (its own threads).
         self.cleaner = LogCleaner(lambda: self.config, self._all_logs)
         self.volumes = VolumeSurvey()  # the log dirs' volumes, for the metrics
-        self._checkpointed_all = False  # every log's checkpoint written since the start
 
     def _all_logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
         return self.logs.logs() if self.logs is not None else iter(())
@@ -167,13 +166,10 @@ class ReplicaManager:
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
         self._note_topic_configs(topic)
-        for p in topic.partitions:
-            if only is not None and p.index != only:
-                continue
-            if self.logs.get(topic.name, p.index) is None:
-                self._observe(
-                    self.logs.create(topic.name, p.index, config, topic_id=topic.topic_id)
-                )
+        wanted = [p.index for p in topic.partitions if only is None or p.index == only]
+        missing = [i for i in wanted if self.logs.get(topic.name, i) is None]
+        for plog in self.logs.create_all(topic.name, missing, config, topic_id=topic.topic_id):
+            self._observe(plog)
 
     def delete_partition_log(self, topic: str, partition: int) -> None:
         """StopReplica with deletion: this partition's log goes (blocking)."""
@@ -580,12 +576,13 @@ class ReplicaManager:
 
     def _checkpoint_replicated(self) -> None:
         """Persist the high watermarks of replicated logs (Kafka's
-        replication-offset-checkpoint), so a restart does not begin far behind. The first
-        run does every log: a clean start read the log dirs' files and left the logs' own."""
+        replication-offset-checkpoint), so a restart does not begin far behind; and those
+        of the logs a clean start loaded from the log dirs' files (``checkpoint_loaded``)."""
+        if self.logs is not None:
+            self.logs.checkpoint_loaded()
         for _, plog in self._all_logs():
-            if (plog.replicated or not self._checkpointed_all) and not plog.closed:
+            if plog.replicated and not plog.closed:
                 plog.checkpoint()
-        self._checkpointed_all = True
 
     def _retention(self) -> None:
         assert self.logs is not None
