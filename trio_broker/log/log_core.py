@@ -499,13 +499,16 @@ class LogCore:
             if error is not None:
                 raise error
 
-    def delete(self) -> None:
-        """Close without flushing and remove the folder."""
+    def delete(self, *, remove: bool = True) -> None:
+        """Close without flushing and remove the folder (``remove`` False: the caller
+        removes it later)."""
         with self._lock:
             self._closed = True
             for segment in self._segments:
                 with suppress(OSError):
                     segment.close()
+            if not remove:
+                return
             try:
                 shutil.rmtree(self.directory)
             except FileNotFoundError:

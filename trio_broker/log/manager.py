@@ -9,9 +9,10 @@ they will open (``descriptors``: else ``DescriptorLimitError``, one line), creat
 partition in the online directory holding the fewest (a log that cannot be made leaves no
 folder behind), a log dir's failure (the first log in it that goes offline takes the others
 with it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), the
-descriptors the logs hold (``file_budget``), deleting one (renamed to
-``<topic>-<partition>.<id>-delete`` first, then removed), the periodic entry points the
-server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
+descriptors the logs hold (``file_budget``), deleting one (its files closed and its folder
+renamed to ``<topic>-<partition>.<id>-delete`` at once; a thread removes the folder after
+``delete`` has returned, close waits for it, a start removes any left), the periodic entry
+points the server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
 (flush every log on ``recovery_threads`` threads, then per directory one set of checkpoint
 files and after them the clean-shutdown marker). It must not keep topic metadata (ids,
 configs): the server does, and passes configs in.
@@ -43,6 +44,7 @@ from .partition_metadata import read_partition_metadata, write_partition_metadat
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+REMOVAL_WAIT_S = 30.0  # how long close() waits for deleted logs' folders to go
 DELETE_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
@@ -108,6 +110,12 @@ class LogManager:
         self._dir_of: dict[TopicPartition, Path] = {}
         self._held_in: dict[Path, int] = {}  # logs a dir holds (kept as they come and go)
         self._doomed: list[Path] = []  # folders of logs that could not be made, to remove
+        # Deleted logs' renamed folders, removed by a thread after ``delete`` has returned
+        # (Kafka's asynchronous log deletion); the thread ends when there are none left.
+        self._removals: list[Path] = []
+        self._removal_cv = threading.Condition()
+        self._remover: threading.Thread | None = None
+        self.remove_folder: Callable[[Path], None] = shutil.rmtree  # (tests may gate it)
         # Log dirs a log of failed in (an I/O error, not a full disk): offline until restart.
         self.offline_dirs: set[Path] = set()
         self._offline_tps: set[TopicPartition] = set()
@@ -389,12 +397,46 @@ class LogManager:
         try:
             os.rename(log.directory, target)
             log.directory = target
-        except OSError as exc:
+        except OSError as exc:  # under its own name: removed now, before it can be re-made
             logger.warning("%s: rename before delete failed: %s", log.directory, exc)
-        log.delete()
+            log.delete()
+        else:
+            log.delete(remove=False)  # its descriptors are free from here
+            self._remove_later(target)
         with self._lock:
             self._remove_doomed()
         return True
+
+    def _remove_later(self, folder: Path) -> None:
+        with self._removal_cv:
+            self._removals.append(folder)
+            if self._remover is None:
+                self._remover = threading.Thread(
+                    target=self._remove_in_background, name="log-delete", daemon=True
+                )
+                self._remover.start()
+
+    def _remove_in_background(self) -> None:
+        while True:
+            with self._removal_cv:
+                if not self._removals:
+                    self._remover = None
+                    self._removal_cv.notify_all()
+                    return
+                folder = self._removals[0]
+            try:
+                self.remove_folder(folder)
+            except OSError as exc:  # tried again after the next deletion, or at a start
+                logger.warning("%s: removal failed: %s", folder, exc)
+                with self._lock:
+                    self._doomed.append(folder)
+            with self._removal_cv:
+                self._removals.pop(0)
+
+    def wait_removed(self, timeout: float | None = None) -> bool:
+        """Wait until every deleted log's folder is removed; False on ``timeout``."""
+        with self._removal_cv:
+            return self._removal_cv.wait_for(lambda: self._remover is None, timeout)
 
     # -- periodic work -----------------------------------------------------------------
 
@@ -454,6 +496,8 @@ class LogManager:
                 return
             self._closed = True
             logs = list(self._logs.items())
+        if not self.wait_removed(REMOVAL_WAIT_S):
+            logger.warning("deleted logs' folders not all removed: the next start removes them")
         for log_dir in self.log_dirs:
             began = time.monotonic()
             mine = [(tp, log) for tp, log in logs if self._dir_of.get(tp) == log_dir]
