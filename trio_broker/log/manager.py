@@ -121,6 +121,7 @@ class LogManager:
         self._offline_tps: set[TopicPartition] = set()
         self._offline_lock = threading.Lock()
         self._closed = False
+        self.load_report: list[str] = []  # a line a log dir: what loading it took
         # Logs loaded from their dir's checkpoint files, whose own files are older.
         self._loaded_from_dir: list[TopicPartition] = []
         now = _now_ms() if now_ms is None else now_ms
@@ -182,16 +183,12 @@ class LogManager:
                 self._loaded_from_dir.append(tp)
         if error is not None:
             raise error
-        if not loaded:
-            return
-        logger.info(
-            "%s: %d partitions loaded in %.2f s (%s, %d threads)",
-            log_dir,
-            len(loaded),
-            time.monotonic() - began,
-            "clean shutdown: no recovery" if clean else "recovered",
-            self.recovery_threads,
-        )
+        if loaded:  # told once the broker has started (a failed start stays one line)
+            how = "clean shutdown: no recovery" if clean else "recovered"
+            self.load_report.append(
+                f"{log_dir}: {len(loaded)} partitions loaded in "
+                f"{time.monotonic() - began:.2f} s ({how}, {self.recovery_threads} threads)"
+            )
         # From now on a crash must be detected: the marker goes until the next close().
         try:
             if clean:
