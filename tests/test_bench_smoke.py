@@ -193,3 +193,32 @@ def test_compaction_segments(tmp_path: Path) -> None:
     results = doc["results"]
     assert results["updates"] > 0 and results["keys_wrong"] == []
     assert results["samples"] and results["segments_final"] >= 1
+
+
+def test_partitions(tmp_path: Path) -> None:
+    # Tiny counts: the figures are the script's; the checks are that every phase runs and
+    # every partition's message is read back after both restarts.
+    doc = _run(
+        "partitions.py",
+        *("--counts", "30", "--per-topic", "10", "--metadata-repeats", "1"),
+        *("--fanout-partitions", "20", "--fanout-rounds", "2"),
+        tmp_path=tmp_path,
+    )
+    (row,) = doc["results"]["counts"]
+    assert row["partitions"] == 30 and row["topics"] == 3
+    assert row["clean_restart_records_ok"] and row["kill9_restart_records_ok"]
+    assert row["fds"] >= 30 * 3 and row["stop_s"] > 0
+    assert {r["target"] for r in doc["results"]["fanout"]} == {"ours", "mock"}
+
+
+def test_partitions_refuses_more_than_the_open_files_limit(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "partitions.py"), "--counts", "100000000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "refused: 100,000,000 partitions need" in proc.stderr
+    assert "RLIMIT_NOFILE" in proc.stderr and "command: " not in proc.stdout

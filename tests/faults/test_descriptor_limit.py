@@ -57,9 +57,13 @@ def create_error(admin: AdminClient, topic: NewTopic, **options: object) -> Kafk
 
 
 def no_trace(admin: AdminClient, data: Path, name: str) -> None:
-    """Metadata does not list the topic and no folder of it is left."""
+    """Metadata does not list the topic and no folder of it is left (the renamed
+    ``-delete`` folders of what it made are removed in the background: waited for)."""
     assert name not in admin.list_topics(timeout=DEADLINE_S).topics
-    assert [p.name for p in data.iterdir() if p.name.startswith(f"{name}-")] == []
+    wait_for(
+        "no folder of the topic",
+        lambda: not [p for p in data.iterdir() if p.name.startswith(f"{name}-")],
+    )
 
 
 def test_a_creation_past_the_limit_is_refused_naming_it_and_leaves_no_trace(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import uuid
 
 import pytest
@@ -100,6 +101,7 @@ def test_delete_keeps_regions_readable(tmp_path) -> None:
     info = log.read(0, 1 << 20)
     assert mgr.delete("gone", 0)
     assert not mgr.delete("gone", 0)
+    assert mgr.wait_removed(10)
     assert mgr.get("gone", 0) is None and not any(d.iterdir())
     from .helpers import region_bytes
 
@@ -109,6 +111,31 @@ def test_delete_keeps_regions_readable(tmp_path) -> None:
     again = LogManager([d], LogConfig(), now_ms=0)
     assert again.partitions() == []
     again.close()
+
+
+def test_delete_returns_before_the_folder_is_removed(tmp_path) -> None:
+    """The folder is renamed and its files closed at once; a thread removes it afterwards,
+    and the same partition can be created again meanwhile."""
+    d = tmp_path / "logs"
+    mgr = LogManager([d], LogConfig(), now_ms=0)
+    fill(mgr.create("gone", 0, now_ms=0), 3)
+    gate, removed = threading.Event(), []
+
+    def gated(folder) -> None:  # type: ignore[no-untyped-def]
+        assert gate.wait(10)
+        shutil.rmtree(folder)
+        removed.append(folder.name)
+
+    mgr.remove_folder = gated
+    assert mgr.delete("gone", 0)
+    (doomed,) = [p.name for p in d.iterdir()]
+    assert doomed.startswith("gone-0.") and doomed.endswith("-delete") and not removed
+    again = mgr.create("gone", 0, now_ms=0)  # at once, while the old folder waits
+    assert again.log_end_offset == 0 and not mgr.wait_removed(0.01)
+    gate.set()
+    assert mgr.wait_removed(10) and removed == [doomed]
+    assert sorted(p.name for p in d.iterdir()) == ["gone-0"]
+    mgr.close()
 
 
 def test_leftover_delete_dirs_are_removed_at_start(tmp_path) -> None:

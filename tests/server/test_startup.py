@@ -83,6 +83,21 @@ def test_a_busy_listener_port_is_one_line_naming_the_listener(
     ]
 
 
+def test_a_busy_port_is_one_line_after_loading_partitions_too(
+    tmp_path: Path, busy_port: int
+) -> None:
+    """What loading the logs took is told once the broker has started, not before a
+    failure: a start that loads partitions and then fails is still one line."""
+    data = tmp_path / "data"
+    first = broker(data).start()
+    producer = Producer({"bootstrap.servers": first.bootstrap})
+    producer.produce("kept", b"one")
+    assert producer.flush(30) == 0
+    assert first.terminate() == 0
+    code, lines = broker(data, f"listeners=PLAINTEXT://127.0.0.1:{busy_port}").run_to_failure()
+    assert code == 2 and len(lines) == 1 and "cannot bind" in lines[0], lines
+
+
 def test_a_busy_admin_port_is_one_line_naming_the_admin_api(tmp_path: Path, busy_port: int) -> None:
     code, lines = broker(
         tmp_path / "data", f"admin.listeners=http://127.0.0.1:{busy_port}"

@@ -1,13 +1,14 @@
 """The per-partition checkpoints: recovery point, log start offset and high watermark; and
 the cleaner's first dirty offset.
 
-Owns: the ``partition.checkpoint`` file in a partition folder. Kafka keeps these numbers
-in per-log-dir files (``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
-``replication-offset-checkpoint``); keeping them beside the segments makes a partition log
-self-contained. The recovery point only ever understates what was fsynced (it is written
-after a flush, never before), so recovery may scan more than needed, never less; the high
-watermark is clamped to the log end on load. A missing or unreadable file reads as None
-(scan everything); a version 0 file (no high watermark) reads with ``high_watermark``
+Owns: the ``partition.checkpoint`` file in a partition folder, written as the numbers
+change while the broker runs (truncation, segment removal, the periodic checkpoints) and
+read when a start must recover. Kafka keeps these numbers in per-log-dir files only; here
+those (``dir_checkpoints``) are what a clean shutdown writes, and this file keeps a partition
+log self-contained in between. The recovery point only ever understates what was fsynced
+(it is written after a flush, never before), so recovery may scan more than needed, never
+less; the high watermark is clamped to the log end on load. A missing or unreadable file
+reads as None (scan everything); a version 0 file (no high watermark) reads with ``high_watermark``
 None. Also owns ``cleaner-offset-checkpoint`` (the offset the last cleaning pass reached,
 Kafka's per-partition entry), which the cleaner moves forward and truncation clamps. It
 must not decide when to write.

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import read_checkpoint
+from .checkpoint import PartitionCheckpoint, read_checkpoint
 from .config import LogConfig
 from .files import TMP_SUFFIX
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
@@ -84,12 +84,22 @@ def _scan_folder(directory: Path) -> list[int]:
     return sorted(bases)
 
 
-def load_segments(directory: Path, config: LogConfig, *, recover: bool, now_ms: int) -> LoadedLog:
+def load_segments(
+    directory: Path,
+    config: LogConfig,
+    *,
+    recover: bool,
+    now_ms: int,
+    checkpoint: PartitionCheckpoint | None = None,
+) -> LoadedLog:
+    """``checkpoint``: the log dir's clean-shutdown checkpoint of this partition (else the
+    partition's own ``partition.checkpoint`` is read)."""
     directory.mkdir(parents=True, exist_ok=True)
     stats = LoadStats(recovery=recover)
     stats.swaps_completed = complete_swaps(directory)
     bases = _scan_folder(directory)
-    checkpoint = read_checkpoint(directory)
+    if checkpoint is None:
+        checkpoint = read_checkpoint(directory)
     recovery_point = checkpoint.recovery_point if checkpoint else 0
     log_start = checkpoint.log_start_offset if checkpoint else 0
     segments: list[LogSegment] = []

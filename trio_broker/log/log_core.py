@@ -62,6 +62,7 @@ class LogCore:
         recovery_point: int,
         stats: LoadStats,
         now_ms: int,
+        checkpoint: PartitionCheckpoint | None = None,
     ) -> None:
         self.directory = directory
         self._config = config
@@ -92,7 +93,7 @@ class LogCore:
         # How many truncations the log has had: a cleaner pass begun before one does not
         # swap its copies in (``PartitionLog.replace_segments``).
         self.truncations = 0
-        cp = self._checkpointed
+        cp = checkpoint if checkpoint is not None else self._checkpointed
         hw = log_start_offset if cp is None else cp.high_watermark
         if hw is None:  # a version 0 checkpoint: what was flushed was committed
             hw = cp.recovery_point if cp is not None else log_start_offset
@@ -463,9 +464,18 @@ class LogCore:
 
     # -- end of life -------------------------------------------------------------------
 
-    def close(self) -> None:
+    def checkpoint_values(self) -> PartitionCheckpoint:
+        """The recovery point, log start offset and high watermark now (what
+        ``checkpoint`` writes)."""
+        with self._lock:
+            return PartitionCheckpoint(
+                self._recovery_point, self._log_start, min(self._high_watermark, self._log_end)
+            )
+
+    def close(self, *, checkpoint: bool = True) -> None:
         """Flush, checkpoint (recovery point = log end) and close. Regions still out keep
-        their files open until released."""
+        their files open until released. ``checkpoint`` False leaves ``partition.checkpoint``
+        as it was: the log manager writes the log dir's files for all its logs instead."""
         with self._lock:
             if self._closed:
                 return
@@ -473,7 +483,8 @@ class LogCore:
             if self._offline is None:
                 try:
                     self._flush_locked(None)
-                    self._checkpoint_locked()
+                    if checkpoint:
+                        self._checkpoint_locked()
                     self._producers.take_snapshot(self._segments[-1].next_offset)
                 except LogStorageError as exc:
                     error = exc
@@ -488,13 +499,16 @@ class LogCore:
             if error is not None:
                 raise error
 
-    def delete(self) -> None:
-        """Close without flushing and remove the folder."""
+    def delete(self, *, remove: bool = True) -> None:
+        """Close without flushing and remove the folder (``remove`` False: the caller
+        removes it later)."""
         with self._lock:
             self._closed = True
             for segment in self._segments:
                 with suppress(OSError):
                     segment.close()
+            if not remove:
+                return
             try:
                 shutil.rmtree(self.directory)
             except FileNotFoundError:

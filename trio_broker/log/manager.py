@@ -1,16 +1,20 @@
 """All partition logs of the broker, across its log directories.
 
 Owns: the log directories (created at start), the ``<topic>-<partition>`` folder naming,
-loading every partition at start-up (recovering those of a directory without the
-``.kafka_cleanshutdown`` marker) once it has checked that the open files limit holds what
+loading every partition at start-up on ``recovery_threads`` threads a directory (Kafka's
+``num.recovery.threads.per.data.dir``; recovering those of a directory without the
+``.kafka_cleanshutdown`` marker, else taking their numbers from the directory's checkpoint
+files, ``dir_checkpoints``) once it has checked that the open files limit holds what
 they will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a
 partition in the online directory holding the fewest (a log that cannot be made leaves no
 folder behind), a log dir's failure (the first log in it that goes offline takes the others
 with it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), the
-descriptors the logs hold (``file_budget``), deleting one (renamed to
-``<topic>-<partition>.<id>-delete`` first, then removed), the periodic entry points the
-server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
-(flush, checkpoints, clean-shutdown markers). It must not keep topic metadata (ids,
+descriptors the logs hold (``file_budget``), deleting one (its files closed and its folder
+renamed to ``<topic>-<partition>.<id>-delete`` at once; a thread removes the folder after
+``delete`` has returned, close waits for it, a start removes any left), the periodic entry
+points the server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
+(flush every log on ``recovery_threads`` threads, then per directory one set of checkpoint
+files and after them the clean-shutdown marker). It must not keep topic metadata (ids,
 configs): the server does, and passes configs in.
 """
 
@@ -22,11 +26,15 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from .config import LogConfig
 from .descriptors import FileBudget, check_start, open_files_limit, segments_on_disk
+from .dir_checkpoints import read_dir_checkpoints, write_dir_checkpoints
 from .errors import LogError, LogStorageError
 from .files import fsync_dir
 from .log_core import LogCore
@@ -36,9 +44,11 @@ from .partition_metadata import read_partition_metadata, write_partition_metadat
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+REMOVAL_WAIT_S = 30.0  # how long close() waits for deleted logs' folders to go
 DELETE_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
+_T = TypeVar("_T")
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
@@ -84,20 +94,36 @@ class LogManager:
         *,
         topic_configs: Mapping[str, LogConfig] | None = None,
         now_ms: int | None = None,
+        recovery_threads: int = 1,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
+        if recovery_threads < 1:
+            raise ValueError("recovery_threads must be at least 1")
         self.log_dirs = [Path(d) for d in log_dirs]
+        # Threads per log dir that load the logs at start and close them at shutdown
+        # (Kafka's num.recovery.threads.per.data.dir).
+        self.recovery_threads = recovery_threads
         self.default_config = default_config
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._held_in: dict[Path, int] = {}  # logs a dir holds (kept as they come and go)
         self._doomed: list[Path] = []  # folders of logs that could not be made, to remove
+        # Deleted logs' renamed folders, removed by a thread after ``delete`` has returned
+        # (Kafka's asynchronous log deletion); the thread ends when there are none left.
+        self._removals: list[Path] = []
+        self._removal_cv = threading.Condition()
+        self._remover: threading.Thread | None = None
+        self.remove_folder: Callable[[Path], None] = shutil.rmtree  # (tests may gate it)
         # Log dirs a log of failed in (an I/O error, not a full disk): offline until restart.
         self.offline_dirs: set[Path] = set()
         self._offline_tps: set[TopicPartition] = set()
         self._offline_lock = threading.Lock()
         self._closed = False
+        self.load_report: list[str] = []  # a line a log dir: what loading it took
+        # Logs loaded from their dir's checkpoint files, whose own files are older.
+        self._loaded_from_dir: list[TopicPartition] = []
         now = _now_ms() if now_ms is None else now_ms
         configs = dict(topic_configs or {})
         # Refused before any log is opened: a broker short of descriptors would otherwise
@@ -114,6 +140,7 @@ class LogManager:
     # -- start-up ----------------------------------------------------------------------
 
     def _load_dir(self, log_dir: Path, configs: Mapping[str, LogConfig], now_ms: int) -> None:
+        began = time.monotonic()
         try:
             log_dir.mkdir(parents=True, exist_ok=True)
             marker = log_dir / CLEAN_SHUTDOWN_FILE
@@ -121,8 +148,11 @@ class LogManager:
             entries = sorted(os.scandir(log_dir), key=lambda e: e.name)
         except OSError as exc:
             raise LogStorageError(f"{log_dir}: cannot read the log directory: {exc}") from exc
+        # The dir's checkpoints are trusted only with the marker written after them.
+        saved = read_dir_checkpoints(log_dir) if clean else None
         if not clean and any(e.is_dir() for e in entries):  # a new directory has nothing to recover
             logger.info("%s: no clean shutdown marker, recovering its partitions", log_dir)
+        folders: list[tuple[TopicPartition, Path]] = []
         for entry in entries:
             if not entry.is_dir():
                 continue
@@ -130,16 +160,35 @@ class LogManager:
                 shutil.rmtree(entry.path, ignore_errors=True)
                 continue
             tp = parse_partition_dir(entry.name)
-            if tp is None:
-                continue
+            if tp is not None:
+                folders.append((tp, Path(entry.path)))
+
+        def load(tp: TopicPartition, folder: Path) -> PartitionLog:
             config = configs.get(tp[0], self.default_config)
-            log = PartitionLog.open(Path(entry.path), config, recover=not clean, now_ms=now_ms)
+            checkpoint = saved.get(tp) if saved is not None else None
+            return PartitionLog.open(
+                folder, config, recover=not clean, now_ms=now_ms, checkpoint=checkpoint
+            )
+
+        loaded, error = self._in_threads([(tp, partial(load, tp, f)) for tp, f in folders])
+        for tp, log in loaded.items():
             if tp in self._logs:
                 log.close()
-                raise LogStorageError(
+                error = error or LogStorageError(
                     f"partition {tp[0]}-{tp[1]} is in both {self._dir_of[tp]} and {log_dir}"
                 )
+                continue
             self._adopt(tp, log, log_dir)
+            if saved is not None and tp in saved:
+                self._loaded_from_dir.append(tp)
+        if error is not None:
+            raise error
+        if loaded:  # told once the broker has started (a failed start stays one line)
+            how = "clean shutdown: no recovery" if clean else "recovered"
+            self.load_report.append(
+                f"{log_dir}: {len(loaded)} partitions loaded in "
+                f"{time.monotonic() - began:.2f} s ({how}, {self.recovery_threads} threads)"
+            )
         # From now on a crash must be detected: the marker goes until the next close().
         try:
             if clean:
@@ -147,6 +196,29 @@ class LogManager:
                 fsync_dir(log_dir)
         except OSError as exc:
             raise LogStorageError(f"{log_dir}: cannot remove the clean marker: {exc}") from exc
+
+    def _in_threads(
+        self, jobs: list[tuple[TopicPartition, Callable[[], _T]]]
+    ) -> tuple[dict[TopicPartition, _T], BaseException | None]:
+        """Run one job a partition on ``recovery_threads`` threads: what each returned,
+        and the first exception raised (the other jobs still run to their end)."""
+        results: dict[TopicPartition, _T] = {}
+        error: BaseException | None = None
+        if self.recovery_threads == 1 or len(jobs) < 2:
+            for tp, job in jobs:
+                try:
+                    results[tp] = job()
+                except Exception as exc:
+                    error = error or exc
+            return results, error
+        with ThreadPoolExecutor(self.recovery_threads, thread_name_prefix="log-recovery") as pool:
+            futures = [(tp, pool.submit(job)) for tp, job in jobs]
+            for tp, future in futures:
+                try:
+                    results[tp] = future.result()
+                except Exception as exc:
+                    error = error or exc
+        return results, error
 
     # -- lookup ------------------------------------------------------------------------
 
@@ -191,9 +263,11 @@ class LogManager:
         *,
         topic_id: uuid.UUID | None = None,
         now_ms: int | None = None,
+        sync: bool = True,
     ) -> PartitionLog:
         """The log of ``topic``-``partition``, created in the least loaded directory if it
-        does not exist yet (an existing log gets ``config`` if one is given)."""
+        does not exist yet (an existing log gets ``config`` if one is given). ``sync``
+        False leaves the fsync of the log dir (its new entry) to the caller."""
         if partition < 0 or not topic or "/" in topic or topic in (".", ".."):
             raise ValueError(f"bad partition name {topic!r}-{partition}")
         tp = (topic, partition)
@@ -208,11 +282,7 @@ class LogManager:
             online = [d for d in self.log_dirs if d not in self.offline_dirs]
             if not online:
                 raise LogStorageError(f"{topic}-{partition}: every log dir is offline")
-            counts = {d: 0 for d in online}
-            for d in self._dir_of.values():
-                if d in counts:
-                    counts[d] += 1
-            log_dir = min(online, key=lambda d: counts[d])
+            log_dir = min(online, key=lambda d: self._held_in.get(d, 0))
             directory = log_dir / partition_dir_name(topic, partition)
             now = _now_ms() if now_ms is None else now_ms
             made = not directory.exists()
@@ -221,7 +291,8 @@ class LogManager:
                     directory.mkdir(parents=True, exist_ok=True)
                     if topic_id is not None:
                         write_partition_metadata(directory, topic_id)
-                    fsync_dir(log_dir)
+                    if sync:
+                        fsync_dir(log_dir)
                 except OSError as exc:
                     raise LogStorageError(f"{directory}: cannot create: {exc}") from exc
                 log = PartitionLog.open(
@@ -234,9 +305,33 @@ class LogManager:
             self._adopt(tp, log, log_dir)
             return log
 
+    def create_all(
+        self,
+        topic: str,
+        partitions: Iterable[int],
+        config: LogConfig | None = None,
+        *,
+        topic_id: uuid.UUID | None = None,
+    ) -> list[PartitionLog]:
+        """``create`` for several partitions of one topic as one batch: each log dir they
+        land in is fsynced once at the end, not once a partition. A failure part-way
+        leaves the logs made so far to the caller (``delete`` undoes them)."""
+        now = _now_ms()
+        logs = [
+            self.create(topic, p, config, topic_id=topic_id, now_ms=now, sync=False)
+            for p in partitions
+        ]
+        for log_dir in {log.directory.parent for log in logs}:
+            try:
+                fsync_dir(log_dir)
+            except OSError as exc:
+                raise LogStorageError(f"{log_dir}: cannot sync new partitions: {exc}") from exc
+        return logs
+
     def _adopt(self, tp: TopicPartition, log: PartitionLog, log_dir: Path) -> None:
         self._logs[tp] = log
         self._dir_of[tp] = log_dir
+        self._held_in[log_dir] = self._held_in.get(log_dir, 0) + 1
         log.offline_listener = self._log_offline
 
     def _log_offline(self, log: LogCore) -> None:
@@ -290,19 +385,55 @@ class LogManager:
         tp = (topic, partition)
         with self._lock:
             log = self._logs.pop(tp, None)
-            self._dir_of.pop(tp, None)
+            held_in = self._dir_of.pop(tp, None)
+            if held_in is not None:
+                self._held_in[held_in] -= 1
         if log is None:
             return False
         target = log.directory.with_name(f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
         try:
             os.rename(log.directory, target)
             log.directory = target
-        except OSError as exc:
+        except OSError as exc:  # under its own name: removed now, before it can be re-made
             logger.warning("%s: rename before delete failed: %s", log.directory, exc)
-        log.delete()
+            log.delete()
+        else:
+            log.delete(remove=False)  # its descriptors are free from here
+            self._remove_later(target)
         with self._lock:
             self._remove_doomed()
         return True
+
+    def _remove_later(self, folder: Path) -> None:
+        with self._removal_cv:
+            self._removals.append(folder)
+            if self._remover is None:
+                self._remover = threading.Thread(
+                    target=self._remove_in_background, name="log-delete", daemon=True
+                )
+                self._remover.start()
+
+    def _remove_in_background(self) -> None:
+        while True:
+            with self._removal_cv:
+                if not self._removals:
+                    self._remover = None
+                    self._removal_cv.notify_all()
+                    return
+                folder = self._removals[0]
+            try:
+                self.remove_folder(folder)
+            except OSError as exc:  # tried again after the next deletion, or at a start
+                logger.warning("%s: removal failed: %s", folder, exc)
+                with self._lock:
+                    self._doomed.append(folder)
+            with self._removal_cv:
+                self._removals.pop(0)
+
+    def wait_removed(self, timeout: float | None = None) -> bool:
+        """Wait until every deleted log's folder is removed; False on ``timeout``."""
+        with self._removal_cv:
+            return self._removal_cv.wait_for(lambda: self._remover is None, timeout)
 
     # -- periodic work -----------------------------------------------------------------
 
@@ -328,6 +459,21 @@ class LogManager:
         """Persist every log's recovery point and log start offset that changed."""
         self._each("checkpoint", lambda log: log.checkpoint())
 
+    def checkpoint_loaded(self) -> None:
+        """Write the own checkpoint files of the logs loaded from their dir's files (a
+        clean start leaves them as they were); once, then a no-op. Until it runs, a crash
+        recovers those logs from their older, lower numbers: a longer scan, never less."""
+        with self._lock:
+            todo, self._loaded_from_dir = self._loaded_from_dir, []
+        for tp in todo:
+            log = self._logs.get(tp)
+            if log is None or log.closed:
+                continue
+            try:
+                log.checkpoint()
+            except LogError as exc:
+                logger.error("%s-%d: checkpoint failed: %s", tp[0], tp[1], exc)
+
     def apply_retention(self, now_ms: int) -> int:
         """Roll logs older than ``segment.ms`` and delete expired segments. Returns how
         many segments were deleted."""
@@ -338,27 +484,41 @@ class LogManager:
     # -- shutdown ----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush and close every log, then mark each directory cleanly shut down (only if
-        all its logs closed cleanly)."""
+        """Flush and close every log (``recovery_threads`` at a time in each dir), then,
+        in each directory all of whose logs closed cleanly, write the dir's checkpoint files
+        (one set for all its partitions: ``dir_checkpoints``) and after them the clean
+        shutdown marker."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             logs = list(self._logs.items())
-        failed_dirs: set[Path] = set()
-        for tp, log in logs:
-            try:
-                log.close()
-            except LogError as exc:
-                logger.error("%s-%d: close failed: %s", tp[0], tp[1], exc)
-                failed_dirs.add(self._dir_of[tp])
-            if log.offline:
-                failed_dirs.add(self._dir_of[tp])
+        if not self.wait_removed(REMOVAL_WAIT_S):
+            logger.warning("deleted logs' folders not all removed: the next start removes them")
         for log_dir in self.log_dirs:
-            if log_dir in failed_dirs:
-                continue
+            began = time.monotonic()
+            mine = [(tp, log) for tp, log in logs if self._dir_of.get(tp) == log_dir]
+            closed, _ = self._in_threads([(tp, partial(_close_one, tp, log)) for tp, log in mine])
+            if len(closed) < len(mine) or not all(closed.values()):
+                continue  # no marker: the next start recovers this dir
+            entries = {tp: log.checkpoint_values() for tp, log in mine}
             try:
+                write_dir_checkpoints(log_dir, entries)
                 (log_dir / CLEAN_SHUTDOWN_FILE).touch()
                 fsync_dir(log_dir)
             except OSError as exc:
-                logger.error("%s: cannot write the clean shutdown marker: %s", log_dir, exc)
+                logger.error("%s: cannot write the clean shutdown checkpoints: %s", log_dir, exc)
+                continue
+            logger.info(
+                "%s: %d partitions closed in %.2f s", log_dir, len(mine), time.monotonic() - began
+            )
+
+
+def _close_one(tp: TopicPartition, log: PartitionLog) -> bool:
+    """Close a log without its own checkpoint file; False if it failed or is offline."""
+    try:
+        log.close(checkpoint=False)
+    except LogError as exc:
+        logger.error("%s-%d: close failed: %s", tp[0], tp[1], exc)
+        return False
+    return not log.offline

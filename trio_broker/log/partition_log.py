@@ -59,16 +59,26 @@ class PartitionLog(LogCore):
 
     @classmethod
     def open(
-        cls, directory: Path | str, config: LogConfig, *, recover: bool, now_ms: int
+        cls,
+        directory: Path | str,
+        config: LogConfig,
+        *,
+        recover: bool,
+        now_ms: int,
+        checkpoint: PartitionCheckpoint | None = None,
     ) -> PartitionLog:
         """Load (or create) the log in ``directory``.
 
         ``recover`` False trusts the files (clean shutdown); True CRC-checks everything
-        after the recovery point and cuts a torn or corrupt tail.
+        after the recovery point and cuts a torn or corrupt tail. ``checkpoint`` is the
+        log dir's clean-shutdown checkpoint of the partition (``dir_checkpoints``): given,
+        it is used instead of ``partition.checkpoint``, which is not rewritten at load.
         """
         directory = Path(directory)
         try:
-            loaded = load_segments(directory, config, recover=recover, now_ms=now_ms)
+            loaded = load_segments(
+                directory, config, recover=recover, now_ms=now_ms, checkpoint=checkpoint
+            )
             fsync_dir(directory)
         except OSError as exc:
             raise LogStorageError(f"{directory}: cannot load the log: {exc}") from exc
@@ -80,9 +90,11 @@ class PartitionLog(LogCore):
             loaded.recovery_point,
             loaded.stats,
             now_ms,
+            checkpoint,
         )
         try:
-            log.checkpoint()
+            if checkpoint is None and (log._checkpointed is not None or log._log_end > 0):
+                log.checkpoint()  # (an empty new log's missing file reads as what it holds)
             log._load_producer_state(now_ms)
             end = log._segments[-1].next_offset
             headers = headers_from(log._segments, log._log_start)  # read if the file is lost

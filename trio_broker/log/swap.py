@@ -138,17 +138,23 @@ def complete_swaps(directory: Path) -> int:
     installed = 0
     names = os.listdir(directory)
     log_swaps = {n for n in names if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)}
+    changed = False
     for name in names:
-        path = directory / name
         if name.endswith(CLEANED_SUFFIX):
-            _unlink(path)
+            _unlink(directory / name)
+            changed = True
         elif name.endswith(SWAP_SUFFIX) and name not in log_swaps:
             stem = name[: -len(SWAP_SUFFIX)]
             for suffix in _INDEX_SUFFIXES:
                 if stem.endswith(suffix):
                     stem_base = stem[: -len(suffix)]
                     if stem_base + LOG_SUFFIX + SWAP_SUFFIX not in log_swaps:
-                        _unlink(path)
+                        _unlink(directory / name)
+                        changed = True
+    if not log_swaps:  # the common case: no pass was cut short
+        if changed:
+            fsync_dir(directory)
+        return 0
     live = sorted(
         base
         for n in names

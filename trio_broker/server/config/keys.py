@@ -155,6 +155,13 @@ _KEYS = [
         dynamic=True,
     ),
     define(
+        "num.recovery.threads.per.data.dir",
+        INT,
+        1,
+        "Threads per log dir that load its partitions at start-up and close them at shutdown.",
+        POOL_SIZE,
+    ),
+    define(
         "queued.max.requests",
         INT,
         500,

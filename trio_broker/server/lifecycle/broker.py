@@ -417,6 +417,8 @@ class Broker:
                     bound = self.data_dir, self.broker_id, self.bound_listeners(), self.admin_url
                     await trio.to_thread.run_sync(write_listeners_file, *bound)
                     self.ready = True
+                    for line in getattr(self.replica_manager.logs, "load_report", ()):
+                        log.info("%s", line)
                     log.info("trio-broker %s started: %s", self.broker_id, self._listeners_line())
                     task_status.started(self)
                     network.start_soon(self._stop_when_asked)

@@ -125,9 +125,9 @@ class ReplicaManager:
     def open(self, topics: list[TopicInfo]) -> None:
         """Load every partition log (blocking: call from a thread) and create missing ones."""
         configs = {t.name: log_config_for(self.config, t.configs) for t in topics}
-        self.logs = LogManager(
-            list(self.config.log_dirs), log_config_for(self.config, {}), topic_configs=configs
-        )
+        dirs, default = list(self.config.log_dirs), log_config_for(self.config, {})
+        threads = self.config["num.recovery.threads.per.data.dir"]
+        self.logs = LogManager(dirs, default, topic_configs=configs, recovery_threads=threads)
         for t in topics:
             if self.cluster.authoritative:  # the controller says which logs are held here
                 self._note_topic_configs(t)
@@ -166,13 +166,10 @@ class ReplicaManager:
         assert self.logs is not None
         config = log_config_for(self.config, topic.configs)
         self._note_topic_configs(topic)
-        for p in topic.partitions:
-            if only is not None and p.index != only:
-                continue
-            if self.logs.get(topic.name, p.index) is None:
-                self._observe(
-                    self.logs.create(topic.name, p.index, config, topic_id=topic.topic_id)
-                )
+        wanted = [p.index for p in topic.partitions if only is None or p.index == only]
+        missing = [i for i in wanted if self.logs.get(topic.name, i) is None]
+        for plog in self.logs.create_all(topic.name, missing, config, topic_id=topic.topic_id):
+            self._observe(plog)
 
     def delete_partition_log(self, topic: str, partition: int) -> None:
         """StopReplica with deletion: this partition's log goes (blocking)."""
@@ -579,7 +576,10 @@ class ReplicaManager:
 
     def _checkpoint_replicated(self) -> None:
         """Persist the high watermarks of replicated logs (Kafka's
-        replication-offset-checkpoint), so a restart does not begin far behind."""
+        replication-offset-checkpoint), so a restart does not begin far behind; and those
+        of the logs a clean start loaded from the log dirs' files (``checkpoint_loaded``)."""
+        if self.logs is not None:
+            self.logs.checkpoint_loaded()
         for _, plog in self._all_logs():
             if plog.replicated and not plog.closed:
                 plog.checkpoint()
