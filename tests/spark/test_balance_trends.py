@@ -3,10 +3,14 @@ per-partition rates (``skewed_scrape``: broker 0 leads every partition and is th
 one) go through the trends job (Spark ``local[2]``), and the balance job reads its
 ``brokers`` and ``partitions`` tables: every column its contract (``balance.tables``)
 names is there with that type, both engines observe exactly the rates the snapshots
-carry, and the plan moves leadership off broker 0."""
+carry, and the plan moves leadership off broker 0. A table with a column renamed is
+refused, naming it."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +28,7 @@ from spark_jobs.balance.monitor import observe_files, observe_spark
 from spark_jobs.balance.report import same_plan
 
 from . import skewed_scrape as sc
+from .conftest import ROOT
 
 WINDOW_S = 600.0
 
@@ -133,3 +138,40 @@ def test_the_plan_from_the_trends_tables_moves_leadership_off_the_busy_broker(
     sizes = {mv["partition"]: sc.log_size(mv["partition"], sc.TICKS) for mv in copied}
     assert doc["summary"]["bytes_to_copy"] == sum(sizes.values())
     assert max(by_id[i]["after"]["loop_busy"] for i in (0, 1, 2)) < 0.6
+
+
+def test_a_table_with_a_column_renamed_is_refused_by_name(
+    spark: Any, out: Path, tmp_path: Path
+) -> None:
+    renamed = tmp_path / "trends"
+    shutil.copytree(out / tables.PARTITIONS, renamed / tables.PARTITIONS)
+    brokers = pq.read_table(out / tables.BROKERS, partitioning="hive")
+    names = ["io_idle" if n == "io_idle_ratio" else n for n in brokers.column_names]
+    pq.write_to_dataset(
+        brokers.rename_columns(names),
+        root_path=str(renamed / tables.BROKERS),
+        partition_cols=["date"],
+    )
+    with pytest.raises(tables.TableError, match=r"no column\(s\) io_idle_ratio"):
+        observe_spark(spark, str(renamed), WINDOW_S)
+    with pytest.raises(tables.TableError, match=r"no column\(s\) io_idle_ratio"):
+        observe_files(renamed, WINDOW_S)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spark_jobs.balance",
+            "--in",
+            str(renamed),
+            "--engine",
+            "python",
+            "balance",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{renamed / tables.BROKERS}: not the brokers table" in done.stderr
+    assert "Traceback" not in done.stderr and not (renamed / "balance" / "plan.json").exists()
