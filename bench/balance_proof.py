@@ -37,7 +37,8 @@ measures them instead, without Spark), and runs ``python -m spark_jobs.balance -
    acknowledged message is read back: exactly once, at its partition and offset.
 
 Run from the repository (``scripts/test`` sets up ``.venv``; ZooKeeper is Debian's
-``zookeeper`` package; about 6 minutes)::
+``zookeeper`` package; 46 minutes on a heavily shared 2-CPU machine, where each trends
+job took 4-7 minutes; ``--tables sample`` took 6-10 minutes in earlier runs)::
 
     .venv/bin/python bench/balance_proof.py [--json out.json]
 
