@@ -396,8 +396,8 @@ def scrape_and_trend(cluster: ZkCluster, trends: Path, seconds: float, interval:
 
 
 def tables(cluster: ZkCluster, trends: Path, source: str, seconds: float, interval: float) -> str:
-    """The brokers and partitions tables for the balance job, from ``source``: ``sample``
-    (``spark_jobs.balance.sample``) or ``trends`` (the scraper and the trends job)."""
+    """The brokers and partitions tables for the balance job, from ``source``: ``trends``
+    (the scraper and the trends job) or ``sample`` (``spark_jobs.balance.sample``)."""
     if source == "trends":
         return scrape_and_trend(cluster, trends, seconds, interval)
     return sample(cluster, trends, seconds, interval)

@@ -4,12 +4,12 @@ throttle, and does ``remove-broker`` empty a broker without losing anything?
 
 Each proof runs a local ZooKeeper and broker processes from this checkout (``ZkCluster``
 in ``bench/_balance_parts.py``; ``num.io.threads`` ``--io-threads``, metrics windows of
-5 s), measures the cluster with ``python -m spark_jobs.balance.sample`` (the brokers and
-partitions tables, from the brokers' own metrics and Kafka's APIs; ``--tables trends``:
-with ``spark_jobs.scrape --cluster`` and the trends job instead, where they write those
-tables) and runs
-``python -m spark_jobs.balance --apply`` as an operator would (``--engine spark``:
-``local[2]``), while the load goes on.
+5 s), measures the cluster as an operator would: ``python -m spark_jobs.scrape --cluster``
+for ``--sample-seconds`` (a snapshot a second), then the trends job over what it scraped
+(Spark ``local[2]``, buckets of ``--interval`` seconds) writes the ``brokers`` and
+``partitions`` tables (``--tables sample``: ``python -m spark_jobs.balance.sample``
+measures them instead, without Spark), and runs ``python -m spark_jobs.balance --apply``
+(``--engine spark``: ``local[2]``), while the load goes on.
 
 1. **Skew.** Three brokers with one io thread each; broker 0 has a slow disk
    (``--delay-ms``, 10 ms, per storage operation: the log layer's test-only hook,
@@ -37,7 +37,8 @@ tables) and runs
    acknowledged message is read back: exactly once, at its partition and offset.
 
 Run from the repository (``scripts/test`` sets up ``.venv``; ZooKeeper is Debian's
-``zookeeper`` package; about 6 minutes)::
+``zookeeper`` package; 46 minutes on a heavily shared 2-CPU machine, where each trends
+job took 4-7 minutes; ``--tables sample`` took 6-10 minutes in earlier runs)::
 
     .venv/bin/python bench/balance_proof.py [--json out.json]
 
@@ -427,9 +428,9 @@ def main() -> int:
     p.add_argument(
         "--tables",
         choices=("sample", "trends"),
-        default="sample",
-        help="where the balance job's tables come from: spark_jobs.balance.sample, or "
-        "spark_jobs.scrape --cluster and the trends job (once they write them)",
+        default="trends",
+        help="where the balance job's tables come from: spark_jobs.scrape --cluster and "
+        "the trends job (default), or spark_jobs.balance.sample (no Spark)",
     )
     p.add_argument("--only", choices=("skew", "grow"), help="run one proof only")
     p.add_argument("--data-dir", default=default_data_dir())

@@ -18,13 +18,13 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 pytestmark = pytest.mark.slow
 
 
-def _run(script: str, *args: str, tmp_path: Path) -> dict:
+def _run(script: str, *args: str, tmp_path: Path, timeout: float = 240) -> dict:
     out = tmp_path / "out.json"
     proc = subprocess.run(
         [sys.executable, str(BENCH / script), *args, "--wait-quiet", "0", "--json", str(out)],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout,
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -163,11 +163,14 @@ def test_transactions(tmp_path: Path) -> None:
 
 def test_balance_proof(tmp_path: Path) -> None:
     # Real ZooKeeper and broker processes; the balance job runs as an operator runs it, on
-    # its plain-Python engine (the Spark engine's own tests are tests/spark/). Tiny loads:
-    # the figures are the script's, the checks here only that it works end to end.
+    # its plain-Python engine (the Spark engine's own tests are tests/spark/), over tables
+    # from spark_jobs.balance.sample (no Spark: the next test runs the default, the
+    # scraper and the trends job, once). Tiny loads: the figures are the script's, the
+    # checks here only that it works end to end.
     doc = _run(
         "balance_proof.py",
-        *("--engine", "python", "--rf", "2", "--partitions", "3", "--warmup", "1"),
+        *("--tables", "sample", "--engine", "python"),
+        *("--rf", "2", "--partitions", "3", "--warmup", "1"),
         *("--phase-seconds", "2", "--sample-seconds", "2", "--interval", "1"),
         *("--effect-seconds", "0", "--grow-partitions", "3", "--fill-mb", "3"),
         *("--rate", "100", "--throttle", "1000000", "--after-seconds", "1"),
@@ -182,6 +185,23 @@ def test_balance_proof(tmp_path: Path) -> None:
     check = grow["check"]
     assert check["acknowledged"] > 1000 and check["failed"] == 0
     assert check["missing"] == 0 == check["duplicates"] == check["offset_differs"]
+
+
+def test_balance_proof_over_the_trends_tables(tmp_path: Path) -> None:
+    # The script's default source of tables: spark_jobs.scrape --cluster for 3 s, then the
+    # trends job (Spark local[2]) over what it scraped; the skew proof only (one Spark job).
+    doc = _run(
+        "balance_proof.py",
+        *("--tables", "trends", "--only", "skew", "--engine", "python", "--rf", "2"),
+        *("--partitions", "3", "--warmup", "1", "--phase-seconds", "2"),
+        *("--sample-seconds", "3", "--interval", "1", "--effect-seconds", "0"),
+        tmp_path=tmp_path,
+        timeout=420,
+    )
+    skew = doc["results"]["skew_rf2"]
+    assert skew["execution"]["status"] == "done" and skew["exit_status"] == 0
+    assert skew["after"]["brokers"]["0"]["leaders"] < 3 and skew["delivery_errors"] == 0
+    assert skew["plan"]["leadership_moves"] + skew["plan"]["replica_moves"] > 0
 
 
 def test_compaction_segments(tmp_path: Path) -> None:

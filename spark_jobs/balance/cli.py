@@ -33,6 +33,7 @@ from .model import ClusterState, PartitionState, Scope, Settings, build
 from .monitor import Observed, observe_files
 from .planner import merge, optimize
 from .report import plan_doc, render
+from .tables import TableError
 
 COMMANDS = ("balance", "add-broker", "remove-broker", "fix-offline", "detect")
 
@@ -252,6 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         return run(args)
-    except (CommandError, LiveError) as exc:
+    except (CommandError, LiveError, TableError) as exc:
         print(f"balance: {exc}", file=sys.stderr)
         return 2

@@ -212,6 +212,15 @@ def _read(spark: Any, trends: str, table: str) -> Any:
         return None
     from pyspark.sql import functions as F
 
+    from .tables import COLUMNS, check_columns, spark_type
+
+    check_columns(
+        f"{trends}/{table}",
+        table,
+        {f.name: f.dataType for f in df.schema},
+        {n: spark_type(k) for n, k in COLUMNS[table]},
+    )
+
     return df.withColumn("t", F.unix_micros(F.col("bucket").cast("timestamp")) / F.lit(1e6))
 
 

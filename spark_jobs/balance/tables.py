@@ -4,8 +4,10 @@ between the trends job and this one names them (issue 32).
 Owns: ``BROKER_COLUMNS`` and ``PARTITION_COLUMNS`` (name, type) and the Spark schemas built
 from them; ``write_rows`` (rows of either table as Parquet partitioned by ``date``, through
 Spark, as the trends job writes its tables), ``write_rows_arrow`` (the same layout and
-types with pyarrow: the live sampler's) and ``read_rows`` (either table as Python rows,
-with pyarrow: the planner's no-Spark path).
+types with pyarrow: the live sampler's), ``read_rows`` (either table as Python rows,
+with pyarrow: the planner's no-Spark path) and ``check_columns`` (a table read by either
+path must have every column named here with its type, else ``TableError`` names what is
+wrong: tables of another trends job version are refused, not read as nulls).
 
 - ``brokers``: one row per bucket and broker: its event loop's busy ratio, its io threads'
   and network processors' idle ratios, the worst request type's queue p99, its byte and
@@ -143,14 +145,52 @@ def write_rows_arrow(table: str, rows: Sequence[Mapping[str, Any]], out: Path) -
     )
 
 
+class TableError(Exception):
+    """A table the balance job reads lacks a column of the contract, or has another type."""
+
+
+def check_columns(
+    where: str, table: str, found: Mapping[str, Any], want: Mapping[str, Any]
+) -> None:
+    """``found`` (column: type, as read) against ``want`` (the contract's, the same kind of
+    type) for every column of ``table`` but ``date`` (the partition directory's); columns
+    the contract does not name (the trends job's ``bucket_s``, ``snapshots``,
+    ``seconds``) are allowed."""
+    names = [n for n, _ in COLUMNS[table] if n != "date"]
+    missing = [n for n in names if n not in found]
+    wrong = [
+        f"{n} is {found[n]}, not {want[n]}" for n in names if n in found and found[n] != want[n]
+    ]
+    if missing or wrong:
+        problems = ([f"no column(s) {', '.join(missing)}"] if missing else []) + wrong
+        raise TableError(
+            f"{where}: not the {table} table the balance job reads ({'; '.join(problems)}): "
+            "written by another version of the trends job?"
+        )
+
+
+def _arrow_kind(t: Any) -> Any:
+    import pyarrow as pa
+
+    return ("list", t.value_type) if pa.types.is_list(t) else t
+
+
 def read_rows(trends: Path, table: str) -> list[dict[str, Any]]:
-    """Every row of ``trends/<table>`` (hive partitions by date), or none."""
+    """Every row of ``trends/<table>`` (hive partitions by date), or none; ``TableError``
+    if the table is not the contract's."""
     import pyarrow.parquet as pq
 
     path = trends / table
     if not path.exists():
         return []
-    return pq.read_table(path, partitioning="hive").to_pylist()  # type: ignore[no-any-return]
+    found = pq.read_table(path, partitioning="hive")
+    check_columns(
+        str(path),
+        table,
+        {f.name: _arrow_kind(f.type) for f in found.schema},
+        {f.name: _arrow_kind(f.type) for f in arrow_schema(table)},
+    )
+    return found.to_pylist()  # type: ignore[no-any-return]
 
 
 def epoch(t: Any) -> float:

@@ -50,14 +50,14 @@ def test_spark_and_plain_python_observe_the_same(spark: Any, tmp_path: Path) -> 
     assert asdict(recent) == asdict(observe_files(tmp_path, 120.0))
 
 
-def balance(trends: Path, *extra: str) -> dict[str, Any]:
+def balance(trends: Path, *extra: str, timeout: float = 300) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "spark_jobs.balance", "--in", str(trends), *extra, "balance"],
         capture_output=True,
         text=True,
         env=spark_env(),
         cwd=ROOT,
-        timeout=300,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "leader count balance" in done.stdout

@@ -1,7 +1,9 @@
-"""The trends job on a Spark standalone cluster: a master and two workers, each its own
+"""The Spark jobs on a Spark standalone cluster: a master and two workers, each its own
 process started from the PySpark install (``spark-class``), on 127.0.0.1 with ports
-picked by Spark; the job submitted with ``--master spark://...`` writes the same tables
-as on ``local[*]``, and its tasks ran in the workers' executors."""
+picked by Spark. The trends job submitted with ``--master spark://...`` writes the same
+tables as on ``local[*]``; a scrape with per-partition counters goes through the trends
+job and then the balance job on the cluster, and the plan is the one made locally; every
+job's tasks ran in the workers' executors."""
 
 from __future__ import annotations
 
@@ -140,25 +142,48 @@ def test_the_trends_job_on_a_standalone_cluster_writes_what_local_writes(
     assert finished, "no executor of the cluster finished a task"
 
 
-def test_the_balance_job_on_a_standalone_cluster_plans_what_local_plans(
-    spark: Any, cluster: tuple[str, list[Path]], tmp_path: Path
+def test_the_trends_and_balance_jobs_on_a_standalone_cluster_plan_what_local_plans(
+    cluster: tuple[str, list[Path]], tmp_path: Path
 ) -> None:
+    """A scrape (per-partition counters, broker 0 leading everything) through the trends
+    job and then the balance job, both submitted to the cluster: the plan is the one the
+    plain-Python engine makes over the same tables, and both jobs' tasks ran in the
+    workers' executors."""
     from spark_jobs.balance.report import same_plan
 
-    from .test_balance_spark import balance, write_skewed
+    from . import skewed_scrape
+    from .test_balance_spark import balance
 
     url, work_dirs = cluster
     apps_before = {p for w in work_dirs for p in w.glob("app-*")}
-    write_skewed(spark, tmp_path)
-    on_cluster = balance(
-        tmp_path,
-        *("--master", url, "--down-after-seconds", "90"),
-        *("--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=512m"),
-        *("--conf", "spark.sql.shuffle.partitions=2"),
+    scraped, out = tmp_path / "scraped", tmp_path / "trends"
+    skewed_scrape.write(scraped)
+    on_cluster = [
+        *("--master", url, "--conf", "spark.ui.enabled=false"),
+        *("--conf", "spark.executor.memory=512m", "--conf", "spark.sql.shuffle.partitions=2"),
+    ]
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "spark_jobs.trends"),
+            *("--in", str(scraped), "--out", str(out), *on_cluster),
+        ],
+        capture_output=True,
+        text=True,
+        env=spark_env(),
+        cwd=ROOT,
+        timeout=600,
     )
-    local = balance(tmp_path, "--engine", "python", "--down-after-seconds", "90")
-    assert on_cluster["moves"] and same_plan(on_cluster, local)
-    # The aggregation ran in the workers' executors, not in the driver.
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "39 snapshots from 3 broker(s)" in done.stdout
+    planned = balance(out, *on_cluster, timeout=600)
+    local = balance(out, "--engine", "python")
+    assert planned["moves"] and same_plan(planned, local)
+    assert [b["after"]["leaders"] for b in planned["brokers"]] == [2, 2, 2]
+    # Both jobs ran their tasks in the workers' executors, not in the driver.
     apps = {p for w in work_dirs for p in w.glob("app-*")} - apps_before
-    finished = [p for a in apps for p in a.glob("*/stderr") if "Finished task" in p.read_text()]
-    assert finished, "no executor of the cluster finished a task of the balance job"
+    finished = [
+        a for a in apps if any("Finished task" in p.read_text() for p in a.glob("*/stderr"))
+    ]
+    # (an application has a directory on each worker that ran one of its executors)
+    ran = {a.name for a in finished}
+    assert len(ran) == 2, f"the trends and balance jobs did not both run tasks there: {ran}"

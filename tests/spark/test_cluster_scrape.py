@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from spark_jobs import trends
+from spark_jobs.balance.cli import make_plan, state_from_tables
+from spark_jobs.balance.model import Settings
+from spark_jobs.balance.monitor import observe_files, observe_spark
 from trio_broker.tools.zookeeper import ZooKeeperServer
 
 from ..control.test_replication import bootstrap, consume_all, partition_state, start, stop_all
@@ -312,3 +315,36 @@ def test_broker_rates_are_their_replicas_summed(
             assert 0 <= r["network_idle_ratio"] <= 1
             assert r["disk_total_bytes"] >= r["disk_free_bytes"] > 0
     assert sum(r["leaders"] for r in by_broker[3]) == 0  # joined after the topics were placed
+
+
+def test_the_balance_job_reads_the_real_scrapes_tables_and_plans_broker_1_away(
+    spark: Any, scrape: Scrape, tables: dict[str, list[dict[str, Any]]]
+) -> None:
+    out = scrape.out.parent / "trends"
+    observed = observe_spark(spark, str(out), 3600.0)
+    assert asdict(observed) == asdict(observe_files(out, 3600.0))  # both engines, same figures
+    assert [b.broker_id for b in observed.brokers] == [0, 1, 2, 3]
+    load = {p.partition: p for p in observed.partitions if p.topic == "load"}
+    assert sorted(load) == sorted(RATES)
+    for p, seen in load.items():
+        assert sorted(seen.replicas) == [0, 1, 2]
+        assert seen.log_size_bytes is not None and seen.log_size_bytes > scrape.sent[p] * SIZE
+        assert (seen.follower_replication_in_per_s or 0) > 0
+    # The paced rates, averaged over the same buckets, keep their order (50 > 30 > 20/s).
+    rate = {p: load[p].leader_rates["messages_in_per_s"] or 0.0 for p in load}
+    assert sorted(rate, key=rate.__getitem__) == sorted(RATES, key=RATES.__getitem__), rate
+
+    # Broker 1 left: fix-offline re-creates its replicas on broker 3, the only live broker
+    # without them (the tables' newest replicas and leaders; the live brokers as the
+    # cluster's view said them at the end of the scrape).
+    from_tables = state_from_tables(observed, down_after_s=3600.0)
+    state = replace(from_tables, brokers={0: None, 2: None, 3: None})
+    assert state.dead() == [1]
+    doc = make_plan("fix-offline", [], observed, state, Settings())
+    assert doc["unmet_hard_goals"] == []
+    moved = {mv["partition"]: mv for mv in doc["moves"] if mv["topic"] == "load"}
+    assert sorted(moved) == sorted(RATES)
+    for mv in moved.values():
+        assert mv["adding"] == [3] and sorted(mv["replicas_after"]) == [0, 2, 3]
+        assert mv["bytes_to_copy"] == load[mv["partition"]].log_size_bytes
+    assert all(1 not in mv["replicas_after"] for mv in doc["moves"])
