@@ -1,7 +1,7 @@
 """Small durable-file helpers shared by the log's checkpoint and metadata files.
 
-Owns: writing a file atomically (temporary file, fsync, rename, fsync of the folder) and
-fsync of a folder. It must not know what the files mean.
+Owns: writing a file whole and synced, writing one atomically (temporary file, fsync,
+rename, fsync of the folder) and fsync of a folder. It must not know what the files mean.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a crash leaves the old or the new file, whole."""
-    tmp = path.with_name(path.name + TMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+def write_synced(path: Path, data: bytes) -> None:
+    """Write ``data`` as the whole of ``path`` and fsync it (no rename: the caller's
+    protocol says when the file counts)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -31,5 +31,11 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves the old or the new file, whole."""
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    write_synced(tmp, data)
     os.replace(tmp, path)
     fsync_dir(path.parent)

@@ -30,7 +30,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from .files import fsync_dir
+from .files import fsync_dir, write_synced
 from .index.transactions import TXN_INDEX_SUFFIX, AbortedTxn, txn_index_path
 from .scan import BatchScanner
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
@@ -70,14 +70,7 @@ def write_cleaned_txn_index(
     if not data:
         _unlink(path)
         return
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_synced(path, data)
 
 
 def commit_cleaned(directory: Path, base_offset: int) -> None:
