@@ -6,6 +6,7 @@ import os
 import shutil
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -163,27 +164,37 @@ def test_periodic_flush_retention_and_roll(tmp_path) -> None:
     mgr.close()
 
 
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def _segment_fds(root: Path) -> int:
+    """The descriptors this process holds on segment files under ``root``: only those, since
+    other threads of the test process (a background deletion's directory walk, another test's
+    leftovers in this worker) open and close descriptors of their own at any moment."""
+    held = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed between the listing and the read
+            continue
+        if target.startswith(str(root)) and target.endswith((".log", ".index", ".timeindex")):
+            held += 1
+    return held
 
 
 def test_the_descriptors_counted_are_the_ones_the_logs_hold(tmp_path) -> None:
     """``open_files`` is what the process really has open for the logs: three a segment,
     counted on /proc/self/fd as partitions are created, rolled and deleted."""
-    before = _fds()
     mgr = LogManager([tmp_path / "a"], LogConfig(), now_ms=0)
-    base = _fds() - before  # the manager's own (none are kept)
+    assert _segment_fds(tmp_path) == 0  # the manager keeps none of its own
     logs = [mgr.create("t", p, now_ms=0) for p in range(5)]
     for _ in range(3):
         fill(logs[0], 1)
         logs[0].roll(0)
-    assert mgr.open_files() == 3 * (5 + 3) == _fds() - before - base
+    assert mgr.open_files() == 3 * (5 + 3) == _segment_fds(tmp_path)
     budget = mgr.file_budget()
     assert budget.held == 24 and budget.limit == open_files_limit()
     mgr.delete("t", 0)
-    assert mgr.open_files() == 12 == _fds() - before - base
+    assert mgr.open_files() == 12 == _segment_fds(tmp_path)
     mgr.close()
-    assert _fds() == before
+    assert _segment_fds(tmp_path) == 0
 
 
 def test_the_budget_names_the_limit_and_the_counts() -> None:
