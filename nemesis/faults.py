@@ -1,0 +1,115 @@
+"""The nemeses: faults that start and heal, each a small function over a ``Cluster``.
+
+Owns: ``Fault`` (a name, what it did, and ``heal``) and the nemeses a schedule composes:
+
+- ``isolate(names)``: the nodes named lose every link to the other nodes, not to the
+  clients (the driver);
+- ``isolate_leader``: the leader of a partition, so (Jepsen's "leader alone");
+- ``isolate_zookeeper``: ZooKeeper alone, from every broker;
+- ``partition(a, b)``: the sets ``a`` and ``b`` lose their links to each other, both ways;
+- ``bridge``: one broker sees both halves, the halves do not see each other;
+- ``one_way(receiver, sender)``: packets from ``sender`` to ``receiver`` are dropped,
+  the other direction works;
+- ``packet_loss(percent)``: every link between nodes drops that share of packets;
+- ``pause(name)``: SIGSTOP, healed by SIGCONT (a GC pause, a stalled VM);
+- ``kill(name)``: ``kill -9``, healed by starting the node again on its data.
+
+A network fault is nftables rules in the nodes' namespaces; its heal flushes them all, so
+faults of the network compose by starting several and healing once. It must not know about
+workloads or the checker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .cluster import ZK, Cluster
+from .net import DRIVER, Network
+
+
+@dataclass
+class Fault:
+    name: str
+    what: str
+    heal: Callable[[], None]
+
+
+def _net(cluster: Cluster) -> Network:
+    assert cluster.net is not None
+    return cluster.net
+
+
+def partition(
+    cluster: Cluster, a: Iterable[str], b: Iterable[str], name: str = "partition"
+) -> Fault:
+    net = _net(cluster)
+    a, b = list(a), list(b)
+    for x in a:
+        for y in b:
+            net.drop(x, y)
+            net.drop(y, x)
+    return Fault(name, f"{sorted(a)} | {sorted(b)}", net.heal)
+
+
+def isolate(cluster: Cluster, names: Iterable[str], name: str = "isolate") -> Fault:
+    alone = list(names)
+    others = [n for n in cluster.nodes if n not in alone and n != DRIVER]
+    return partition(cluster, alone, others, name)
+
+
+def leader_of(cluster: Cluster, topic: str, partition_id: int = 0) -> str:
+    state = cluster.state(topic, partition_id)
+    if state is None or state["leader"] < 0:
+        raise RuntimeError(f"{topic}-{partition_id} has no leader to isolate: {state}")
+    return cluster.broker_name(state["leader"])
+
+
+def isolate_leader(cluster: Cluster, topic: str) -> Fault:
+    leader = leader_of(cluster, topic)
+    fault = isolate(cluster, [leader], "isolate-leader")
+    fault.what = f"{leader} (leader of {topic}-0) alone, clients still reach it"
+    return fault
+
+
+def isolate_zookeeper(cluster: Cluster) -> Fault:
+    return isolate(cluster, [ZK], "isolate-zookeeper")
+
+
+def bridge(cluster: Cluster, topic: str) -> Fault:
+    """The leader of ``topic``-0 and ZooKeeper on one side, another broker on the other,
+    the third broker sees both."""
+    leader = leader_of(cluster, topic)
+    others = [b for b in cluster.broker_names if b != leader]
+    middle, far = others[0], others[1:]
+    fault = partition(cluster, [ZK, leader], far, "bridge")
+    fault.what = f"{[ZK, leader]} | {far}, {middle} sees both"
+    return fault
+
+
+def one_way(cluster: Cluster, receiver: str, sender: str) -> Fault:
+    net = _net(cluster)
+    net.drop(receiver, sender)
+    return Fault("one-way", f"{sender} -> {receiver} dropped", net.heal)
+
+
+def packet_loss(cluster: Cluster, percent: int) -> Fault:
+    net = _net(cluster)
+    nodes = [n for n in cluster.nodes if n != DRIVER]
+    for x in nodes:
+        for y in nodes:
+            if x != y:
+                net.lose(x, y, percent)
+    return Fault("packet-loss", f"{percent}% between all nodes", net.heal)
+
+
+def pause(cluster: Cluster, name: str) -> Fault:
+    node = cluster.nodes[name]
+    node.pause()
+    return Fault("pause", f"{name} stopped (SIGSTOP)", node.resume)
+
+
+def kill(cluster: Cluster, name: str) -> Fault:
+    node = cluster.nodes[name]
+    node.kill()
+    return Fault("kill", f"{name} killed (kill -9)", node.start)

@@ -1,0 +1,170 @@
+"""One nemesis run, start to verdict, and the report table of many.
+
+Owns: ``run`` (start the cluster, create the topic, write and read, apply each nemesis of
+the schedule for ``fault_s`` then heal and wait ``gap_s``, heal everything, wait for the
+cluster to settle, stop writing, read every partition back, stop the brokers, read every
+replica's files, check) and ``table`` (nemesis x workload x runs x records x anomalies x
+recovery time). Every wait is bounded; a run ends by itself. It must not know how a
+fault is made beyond the ``faults`` functions.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from . import faults
+from .checker import Verdict, check
+from .cluster import ZK, Cluster, until
+from .replicas import replica_logs
+from .workload import History, Reader, Writer, read_all
+
+TOPIC = "queue"
+
+NEMESES: dict[str, Callable[[Cluster], faults.Fault]] = {
+    "isolate-leader": lambda c: faults.isolate_leader(c, TOPIC),
+    "isolate-zookeeper": faults.isolate_zookeeper,
+    "bridge": lambda c: faults.bridge(c, TOPIC),
+    "one-way": lambda c: faults.one_way(c, c.broker_names[1], faults.leader_of(c, TOPIC)),
+    "packet-loss": lambda c: faults.packet_loss(c, 20),
+    "pause-leader": lambda c: faults.pause(c, faults.leader_of(c, TOPIC)),
+    "pause-zookeeper": lambda c: faults.pause(c, ZK),
+    "kill-leader": lambda c: faults.kill(c, faults.leader_of(c, TOPIC)),
+}
+
+
+@dataclass
+class Event:
+    name: str
+    what: str
+    started: float
+    healed: float
+
+
+@dataclass
+class Result:
+    schedule: list[str]
+    verdict: Verdict
+    events: list[Event] = field(default_factory=list)
+    seconds: float = 0.0
+    leftovers: list[str] = field(default_factory=list)  # namespaces, links not removed
+
+
+def _settled(cluster: Cluster, partitions: int, replicas: int) -> bool:
+    for p in range(partitions):
+        state = cluster.state(TOPIC, p)
+        if state is None or state["leader"] < 0 or len(state["isr"]) < replicas:
+            return False
+    return True
+
+
+def _acked_since(history: History, t: float, partitions: int) -> bool:
+    """Every partition has acknowledged a write sent after ``t``: writes work again."""
+    fresh = {s.partition for s in history.sends if s.sent >= t and s.acked is not None}
+    return len(fresh) == partitions
+
+
+def run(
+    base: Path,
+    schedule: list[str],
+    *,
+    fault_s: float = 12,
+    gap_s: float = 6,
+    partitions: int = 3,
+    rate: float = 100,
+    settings: dict[str, str] | None = None,
+    launcher: str = "trio_broker",
+    log: Callable[[str], None] = print,
+) -> Result:
+    t0 = time.monotonic()
+    cluster = Cluster(base, settings=settings, launcher=launcher).start()
+    history = History()
+    events: list[Event] = []
+    try:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic(TOPIC, partitions, 3)])[TOPIC].result(30)
+        until(
+            "every partition led with three replicas in sync",
+            lambda: _settled(cluster, partitions, 3),
+            60,
+        )
+        writer = Writer(cluster.bootstrap, TOPIC, history, rate).start()
+        reader = Reader(cluster.bootstrap, TOPIC, partitions, history).start()
+        started = time.monotonic()
+        until(
+            "the first writes acknowledged", lambda: _acked_since(history, started, partitions), 60
+        )
+        for name in schedule:
+            fault = NEMESES[name](cluster)
+            began = time.monotonic()
+            log(f"  {name}: {fault.what}")
+            time.sleep(fault_s)  # the fault lasts this long: the schedule is the clock
+            fault.heal()
+            healed = time.monotonic()
+            events.append(Event(name, fault.what, began, healed))
+            time.sleep(gap_s)  # the cluster whole again for this long before the next
+        if cluster.net is not None:
+            cluster.net.heal()
+        for node in cluster.nodes.values():
+            if node.paused:
+                node.resume()
+        healed_all = time.monotonic()
+        until(
+            "every partition back to three in-sync replicas",
+            lambda: _settled(cluster, partitions, 3),
+            90,
+        )
+        try:
+            until(
+                "writes acknowledged again on every partition",
+                # a fatal producer error ends the wait: it will not write again
+                lambda: _acked_since(history, healed_all, partitions) or history.client_errors,
+                60,
+            )
+        except TimeoutError as exc:  # the checker reports it, with whatever else went wrong
+            history.stuck = str(exc)
+        stopped = time.monotonic()
+        writer.stop()
+        reader.stop()
+        final = read_all(cluster.bootstrap, TOPIC, partitions)
+        states = {p: cluster.state(TOPIC, p) for p in range(partitions)}
+        min_insync = int(cluster.settings["min.insync.replicas"])
+        for name in cluster.broker_names:
+            cluster.nodes[name].stop()
+        copies = replica_logs(
+            {cluster.broker_id(b): cluster.log_dir(b) for b in cluster.broker_names},
+            TOPIC,
+            partitions,
+        )
+        verdict = check(history, final, copies, states, min_insync, (started, stopped))
+    finally:
+        cluster.close()
+    left = cluster.net.leftovers() if cluster.net is not None else []
+    return Result(schedule, verdict, events, time.monotonic() - t0, left)
+
+
+def table(rows: dict[str, list[Result]], workload: str = "queue") -> str:
+    """One line per nemesis: runs, records, anomalies by name, recovery p50 and max."""
+    out = [
+        "| nemesis | workload | runs | acknowledged | unknown | anomalies | recovery p50 | max |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, results in rows.items():
+        gaps = [r.verdict.longest_gap_s for r in results]
+        found: dict[str, int] = {}
+        for r in results:
+            for k, n in r.verdict.anomalies.items():
+                found[k] = found.get(k, 0) + n
+        anomalies = ", ".join(f"{n} {k}" for k, n in found.items() if n) or "0"
+        out.append(
+            f"| {name} | {workload} | {len(results)} | "
+            f"{sum(r.verdict.acked for r in results):,} | "
+            f"{sum(r.verdict.unknown for r in results):,} | {anomalies} | "
+            f"{statistics.median(gaps):.1f} s | {max(gaps):.1f} s |"
+        )
+    return "\n".join(out)
