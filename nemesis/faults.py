@@ -8,8 +8,8 @@ Owns: ``Fault`` (a name, what it did, and ``heal``) and the nemeses a schedule c
 - ``isolate_zookeeper``: ZooKeeper alone, from every broker;
 - ``partition(a, b)``: the sets ``a`` and ``b`` lose their links to each other, both ways;
 - ``bridge``: one broker sees both halves, the halves do not see each other;
-- ``one_way(receiver, sender)``: packets from ``sender`` to ``receiver`` are dropped,
-  the other direction works;
+- ``one_way(sender, receivers)``: packets from ``sender`` to ``receivers`` are dropped,
+  the other direction works; ``leader_unheard``: the leader's, to every other node;
 - ``packet_loss(percent)``: every link between nodes drops that share of packets;
 - ``pause(name)``: SIGSTOP, healed by SIGCONT (a GC pause, a stalled VM);
 - ``kill(name)``: ``kill -9``, healed by starting the node again on its data.
@@ -87,10 +87,21 @@ def bridge(cluster: Cluster, topic: str) -> Fault:
     return fault
 
 
-def one_way(cluster: Cluster, receiver: str, sender: str) -> Fault:
+def one_way(cluster: Cluster, sender: str, receivers: Iterable[str]) -> Fault:
+    """Packets from ``sender`` to each of ``receivers`` are dropped; the other way works."""
     net = _net(cluster)
-    net.drop(receiver, sender)
-    return Fault("one-way", f"{sender} -> {receiver} dropped", net.heal)
+    to = list(receivers)
+    for receiver in to:
+        net.drop(receiver, sender)
+    return Fault("one-way", f"{sender} -> {sorted(to)} dropped", net.heal)
+
+
+def leader_unheard(cluster: Cluster, topic: str) -> Fault:
+    """The leader of ``topic``-0 hears everyone, but ZooKeeper and the other brokers
+    receive nothing from it."""
+    leader = leader_of(cluster, topic)
+    others = [n for n in cluster.nodes if n not in (leader, DRIVER)]
+    return one_way(cluster, leader, others)
 
 
 def packet_loss(cluster: Cluster, percent: int) -> Fault:

@@ -30,7 +30,7 @@ NEMESES: dict[str, Callable[[Cluster], faults.Fault]] = {
     "isolate-leader": lambda c: faults.isolate_leader(c, TOPIC),
     "isolate-zookeeper": faults.isolate_zookeeper,
     "bridge": lambda c: faults.bridge(c, TOPIC),
-    "one-way": lambda c: faults.one_way(c, c.broker_names[1], faults.leader_of(c, TOPIC)),
+    "one-way": lambda c: faults.leader_unheard(c, TOPIC),
     "packet-loss": lambda c: faults.packet_loss(c, 20),
     "pause-leader": lambda c: faults.pause(c, faults.leader_of(c, TOPIC)),
     "pause-zookeeper": lambda c: faults.pause(c, ZK),
