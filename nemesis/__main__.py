@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, default=6, help="seconds between faults")
     parser.add_argument("--out", type=Path, help="also write the table here")
     parser.add_argument(
+        "--no-transactions",
+        action="store_true",
+        help="the queue workload only (by default the transactional one runs beside it)",
+    )
+    parser.add_argument(
         "--unclean", action="store_true", help="unclean.leader.election.enable=true: loss expected"
     )
     args = parser.parse_args(argv)
@@ -51,12 +56,16 @@ def main(argv: list[str] | None = None) -> int:
                     fault_s=args.fault,
                     gap_s=args.gap,
                     settings=settings,
+                    transactions=not args.no_transactions,
                     log=lambda line: print(line, file=sys.stderr),
                 )
             print(f"  {result.verdict.summary()} ({result.seconds:.0f} s)", file=sys.stderr)
-            if not result.verdict.ok:
-                bad += 1
-                print(f"  {result.verdict.details()}", file=sys.stderr)
+            if result.txn is not None:
+                print(f"  {result.txn.summary()}", file=sys.stderr)
+            for verdict in (result.verdict, result.txn):
+                if verdict is not None and not verdict.ok:
+                    bad += 1
+                    print(f"  {verdict.details()}", file=sys.stderr)
             rows.setdefault(name, []).append(result)
     report = table(rows)
     print(report)

@@ -13,8 +13,9 @@ Owns: ``check`` and its ``Verdict``. The anomalies follow Jepsen's Kafka "queue"
 - **unhealthy**: after the heal, a partition without a leader or with fewer in-sync
   replicas than ``min.insync.replicas``;
 - **stuck**: writes did not succeed again on every partition within a minute of the heal,
-  or the producer hit a fatal error (an idempotent producer's is one the application must
-  handle by starting over).
+  a partition (of any workload's topic) was not back to all its replicas in sync within
+  90 s of it, or the producer hit a fatal error (an idempotent producer's is one the
+  application must handle by starting over).
 
 Values whose delivery failed are unknown, never anomalies. Recovery time is measured here
 too: the longest time no write was acknowledged on a partition, over the run.
@@ -117,7 +118,8 @@ def check(
     for p, o, _ in final:
         high_watermark[p] = max(high_watermark[p], o + 1)
     for p, copies in sorted(replicas.items()):
-        _compare_copies(v, p, copies, high_watermark[p], (states.get(p) or {}).get("isr", []))
+        isr = (states.get(p) or {}).get("isr", [])
+        v.divergent += compare_copies(p, copies, high_watermark[p], isr)
 
     for p, state in sorted(states.items()):
         if state is None or state.get("leader", -1) < 0:
@@ -125,27 +127,41 @@ def check(
         elif len(state.get("isr", [])) < min_insync:
             v.unhealthy.append(f"partition {p}: ISR {state['isr']} below {min_insync}")
 
-    v.stuck = [*([history.stuck] if history.stuck else []), *history.client_errors]
+    v.stuck = [
+        *([history.stuck] if history.stuck else []),
+        *history.client_errors,
+        *history.unsettled,
+    ]
     v.longest_gap_s = _longest_gap(history, run_window)
     return v
 
 
-def _compare_copies(
-    v: Verdict, p: int, copies: dict[int, dict[int, int]], high_watermark: int, isr: list[int]
-) -> None:
+def compare_copies(
+    p: int,
+    copies: dict[int, dict[int, int]],
+    high_watermark: int | None = None,
+    isr: list[int] | None = None,
+) -> list[str]:
+    """Where partition ``p``'s replicas differ: one offset, different values; with a high
+    watermark (a topic without transactions, so its offsets are dense), also an in-sync
+    replica lacking an offset below it."""
+    found = []
     offsets = sorted({o for copy in copies.values() for o in copy})
     for o in offsets:
         values = {b: copy[o] for b, copy in copies.items() if o in copy}
         if len(set(values.values())) > 1:
-            v.divergent.append(f"{p}@{o}: {values}")
-    for b in isr:
+            found.append(f"{p}@{o}: {values}")
+    if high_watermark is None:
+        return found
+    for b in isr or []:
         copy = copies.get(b, {})
         missing = [o for o in range(high_watermark) if o not in copy]
         if missing:
-            v.divergent.append(
+            found.append(
                 f"partition {p}: in-sync broker {b} lacks {len(missing)} offsets below the "
                 f"high watermark {high_watermark} (first {missing[0]})"
             )
+    return found
 
 
 def _longest_gap(history: History, window: tuple[float, float]) -> float:

@@ -47,6 +47,7 @@ class History:
     read_errors: list[str] = field(default_factory=list)
     client_errors: list[str] = field(default_factory=list)  # the producer's error_cb
     stuck: str | None = None  # writes did not work again after the heal: why
+    unsettled: list[str] = field(default_factory=list)  # partitions not whole after the heal
 
     def acked(self) -> list[Send]:
         return [s for s in self.sends if s.acked is not None]
@@ -165,16 +166,28 @@ class Reader:
         self.consumer.close()
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> list[Read]:
-    """Every record of every partition, offset 0 to the high watermark, from the leaders."""
+def read_all(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    timeout: float = 60,
+    isolation: str = "read_uncommitted",
+) -> list[Read]:
+    """Every record of every partition from offset 0 to the high watermark, from the
+    leaders (with read_committed: the committed ones; markers and aborted records are
+    skipped, which the consumer's position shows)."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "nemesis-final", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "nemesis-final",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "log.connection.close": False,
+        }
     )
     try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
-            for p in range(partitions)
-        }
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=timeout)[1] for tp in tps}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions) if ends[p] > 0])
         got: list[Read] = []
         position = dict.fromkeys(ends, 0)
@@ -184,12 +197,12 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -
                 short = {p: (position[p], ends[p]) for p in ends if position[p] < ends[p]}
                 raise TimeoutError(f"the final read stopped short (partition: at, end): {short}")
             for msg in consumer.consume(1000, timeout=0.5):
-                if msg.error() is not None:
+                if msg.error() is not None or msg.value() is None:
                     continue
-                p, offset, value = msg.partition() or 0, msg.offset() or 0, msg.value()
-                assert value is not None
-                got.append((p, offset, int(value)))
-                position[p] = offset + 1
+                value = int(msg.value())  # type: ignore[arg-type]
+                got.append((msg.partition() or 0, msg.offset() or 0, value))
+            for tp in consumer.position([TopicPartition(topic, p) for p in ends if ends[p] > 0]):
+                position[tp.partition] = max(position[tp.partition], tp.offset)
         return got
     finally:
         consumer.close()

@@ -1,6 +1,8 @@
 """The nemesis smoke run (issue 35): ZooKeeper and three brokers in network namespaces, an
 idempotent acks=all producer and a reader, one leader cut off from ZooKeeper and its
-followers (not from the clients), then a bridge; every replica is read back from its files.
+followers (not from the clients), then a bridge, while a transactional producer commits
+and aborts beside it with a read_committed reader; every replica is read back from its
+files.
 
 And the proof that the run can fail: the same fault on brokers whose acks=all fencing is
 switched off (``nemesis.unfenced_broker``, a test-only launcher) loses acknowledged writes,
@@ -24,9 +26,13 @@ def _root() -> None:
 
 
 def test_a_leader_cut_off_and_a_bridge_lose_nothing(tmp_path: Path) -> None:
-    result = run(tmp_path, ["isolate-leader", "bridge"], fault_s=12, gap_s=6)
-    v = result.verdict
+    result = run(tmp_path, ["isolate-leader", "bridge"], fault_s=12, gap_s=6, transactions=True)
+    v, txn = result.verdict, result.txn
     assert v.ok, f"{v.summary()}: {v.details()}"
+    # the transactional producer beside it: no aborted read, no partial or lost commit, no
+    # fatal error, never more than 15 s without a commit
+    assert txn is not None and txn.ok, f"{txn.summary()}: {txn.details()}" if txn else ""
+    assert txn.committed > 20 and txn.aborted > 0
     assert v.acked > 1000 and v.read >= v.acked
     # writes on every partition resumed within the session timeout plus an election
     assert v.longest_gap_s < 20, v.summary()
