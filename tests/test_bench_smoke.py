@@ -164,21 +164,19 @@ def test_transactions(tmp_path: Path) -> None:
 def test_balance_proof(tmp_path: Path) -> None:
     # Real ZooKeeper and broker processes; the balance job runs as an operator runs it, on
     # its plain-Python engine (the Spark engine's own tests are tests/spark/), over tables
-    # from spark_jobs.balance.sample (no Spark: the next test runs the default, the
-    # scraper and the trends job, once). Tiny loads: the figures are the script's, the
-    # checks here only that it works end to end.
+    # from spark_jobs.balance.sample (no Spark). The grow proof only: the skew proof runs
+    # in the next test, over the default tables (the scraper and the trends job). Tiny
+    # loads: the figures are the script's, the checks here only that it works end to end.
     doc = _run(
         "balance_proof.py",
-        *("--tables", "sample", "--engine", "python"),
+        *("--tables", "sample", "--engine", "python", "--only", "grow"),
         *("--rf", "2", "--partitions", "3", "--warmup", "1"),
         *("--phase-seconds", "2", "--sample-seconds", "2", "--interval", "1"),
         *("--effect-seconds", "0", "--grow-partitions", "3", "--fill-mb", "3"),
         *("--rate", "100", "--throttle", "1000000", "--after-seconds", "1"),
         tmp_path=tmp_path,
     )
-    skew = doc["results"]["skew_rf2"]
-    assert skew["execution"]["status"] == "done" and skew["exit_status"] == 0
-    assert skew["after"]["brokers"]["0"]["leaders"] < 3 and skew["delivery_errors"] == 0
+    assert "skew_rf2" not in doc["results"]
     grow = doc["results"]["grow"]
     assert grow["add"]["execution"]["status"] == "done" and grow["add"]["replicas_on_3"] > 0
     assert grow["remove"]["replicas_left_on_1"] == 0 and grow["remove"]["broker_1_exit_code"] == 0

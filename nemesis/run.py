@@ -1,0 +1,234 @@
+"""One nemesis run, start to verdict, and the report table of many.
+
+Owns: ``run`` (start the cluster, create the topic, write and read, apply each nemesis of
+the schedule for ``fault_s`` then heal and wait ``gap_s``, heal everything, wait for the
+cluster to settle, stop writing, read every partition back, stop the brokers, read every
+replica's files, check) and ``table`` (nemesis x workload x runs x records x anomalies x
+recovery time). Every wait is bounded; a run ends by itself. It must not know how a
+fault is made beyond the ``faults`` functions.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from . import faults
+from .checker import Verdict, check, compare_copies
+from .cluster import ZK, Cluster, until
+from .replicas import replica_logs
+from .txn import TxnHistory, TxnReader, TxnVerdict, TxnWriter, check_txn
+from .workload import History, Reader, Writer, read_all
+
+TOPIC = "queue"
+TXN_TOPIC = "txn"
+TXN_ID = "nemesis-txn"  # the transactional workload's transactional.id
+# The longest a transactional producer that commits continuously may go without a commit
+# under a partition: the session timeout (6 s) plus an election and the client's retries.
+MAX_COMMIT_GAP_S = 15.0
+
+NEMESES: dict[str, Callable[[Cluster], faults.Fault]] = {
+    "isolate-leader": lambda c: faults.isolate_leader(c, TOPIC),
+    "isolate-zookeeper": faults.isolate_zookeeper,
+    "isolate-coordinator": lambda c: faults.isolate_coordinator(c, TXN_ID),
+    "bridge": lambda c: faults.bridge(c, TOPIC),
+    "one-way": lambda c: faults.leader_unheard(c, TOPIC),
+    "packet-loss": lambda c: faults.packet_loss(c, 20),
+    "pause-leader": lambda c: faults.pause(c, faults.leader_of(c, TOPIC)),
+    "pause-zookeeper": lambda c: faults.pause(c, ZK),
+    "kill-leader": lambda c: faults.kill(c, faults.leader_of(c, TOPIC)),
+}
+
+
+@dataclass
+class Event:
+    name: str
+    what: str
+    started: float
+    healed: float
+
+
+@dataclass
+class Result:
+    schedule: list[str]
+    verdict: Verdict
+    events: list[Event] = field(default_factory=list)
+    seconds: float = 0.0
+    txn: TxnVerdict | None = None  # with the transactional workload
+    leftovers: list[str] = field(default_factory=list)  # namespaces, links not removed
+
+
+def _settled(cluster: Cluster, partitions: int, replicas: int, topics: list[str]) -> bool:
+    for topic, p in ((t, p) for t in topics for p in range(partitions)):
+        state = cluster.state(topic, p)
+        if state is None or state["leader"] < 0 or len(state["isr"]) < replicas:
+            return False
+    return True
+
+
+def _unsettled(cluster: Cluster, partitions: int, replicas: int, topics: list[str]) -> list[str]:
+    found = []
+    for topic, p in ((t, p) for t in topics for p in range(partitions)):
+        state = cluster.state(topic, p)
+        if state is None or state["leader"] < 0 or len(state["isr"]) < replicas:
+            found.append(f"{topic}-{p} not whole 90 s after the heal: {state}")
+    return found
+
+
+def _acked_since(history: History, t: float, partitions: int) -> bool:
+    """Every partition has acknowledged a write sent after ``t``: writes work again."""
+    fresh = {s.partition for s in history.sends if s.sent >= t and s.acked is not None}
+    return len(fresh) == partitions
+
+
+def run(
+    base: Path,
+    schedule: list[str],
+    *,
+    fault_s: float = 12,
+    gap_s: float = 6,
+    partitions: int = 3,
+    rate: float = 100,
+    settings: dict[str, str] | None = None,
+    launcher: str = "trio_broker",
+    transactions: bool = False,
+    log: Callable[[str], None] = print,
+) -> Result:
+    """With ``transactions``, the transactional workload runs beside the queue workload,
+    on a topic of its own."""
+    t0 = time.monotonic()
+    cluster = Cluster(base, settings=settings, launcher=launcher).start()
+    history, txn_history = History(), TxnHistory()
+    topics = [TOPIC, *([TXN_TOPIC] if transactions else [])]
+    events: list[Event] = []
+    try:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        for f in admin.create_topics([NewTopic(t, partitions, 3) for t in topics]).values():
+            f.result(30)
+        until(
+            "every partition led with three replicas in sync",
+            lambda: _settled(cluster, partitions, 3, topics),
+            60,
+        )
+        writer = Writer(cluster.bootstrap, TOPIC, history, rate).start()
+        reader = Reader(cluster.bootstrap, TOPIC, partitions, history).start()
+        if transactions:
+            txn_writer = TxnWriter(cluster.bootstrap, TXN_TOPIC, partitions, txn_history).start()
+            txn_reader = TxnReader(cluster.bootstrap, TXN_TOPIC, partitions, txn_history).start()
+        started = time.monotonic()
+        until(
+            "the first writes acknowledged", lambda: _acked_since(history, started, partitions), 60
+        )
+        for name in schedule:
+            fault = NEMESES[name](cluster)
+            began = time.monotonic()
+            log(f"  {name}: {fault.what}")
+            time.sleep(fault_s)  # the fault lasts this long: the schedule is the clock
+            fault.heal()
+            healed = time.monotonic()
+            events.append(Event(name, fault.what, began, healed))
+            time.sleep(gap_s)  # the cluster whole again for this long before the next
+        if cluster.net is not None:
+            cluster.net.heal()
+        for node in cluster.nodes.values():
+            if node.paused:
+                node.resume()
+        healed_all = time.monotonic()
+        try:
+            until(
+                "every partition back to three in-sync replicas",
+                lambda: _settled(cluster, partitions, 3, topics),
+                90,
+            )
+        except TimeoutError:  # reported, with the states, and the run goes on to its checks
+            history.unsettled = _unsettled(cluster, partitions, 3, topics)
+        try:
+            until(
+                "writes acknowledged again on every partition",
+                # a fatal producer error ends the wait: it will not write again
+                lambda: _acked_since(history, healed_all, partitions) or history.client_errors,
+                60,
+            )
+        except TimeoutError as exc:  # the checker reports it, with whatever else went wrong
+            history.stuck = str(exc)
+        stopped = time.monotonic()
+        writer.stop()
+        reader.stop()
+        final = read_all(cluster.bootstrap, TOPIC, partitions)
+        if transactions:
+            txn_writer.stop()
+            txn_reader.stop()
+            txn_final = read_all(
+                cluster.bootstrap, TXN_TOPIC, partitions, 90, isolation="read_committed"
+            )
+            txn_verdict = check_txn(txn_history, txn_final, (started, stopped), MAX_COMMIT_GAP_S)
+        states = {p: cluster.state(TOPIC, p) for p in range(partitions)}
+        min_insync = int(cluster.settings["min.insync.replicas"])
+        for name in cluster.broker_names:
+            cluster.nodes[name].stop()
+        copies = replica_logs(
+            {cluster.broker_id(b): cluster.log_dir(b) for b in cluster.broker_names},
+            TOPIC,
+            partitions,
+        )
+        verdict = check(history, final, copies, states, min_insync, (started, stopped))
+        if transactions:
+            txn_copies = replica_logs(
+                {cluster.broker_id(b): cluster.log_dir(b) for b in cluster.broker_names},
+                TXN_TOPIC,
+                partitions,
+            )
+            for p, copies_of_p in sorted(txn_copies.items()):
+                txn_verdict.divergent += compare_copies(p, copies_of_p)
+    finally:
+        cluster.close()
+    left = cluster.net.leftovers() if cluster.net is not None else []
+    return Result(
+        schedule,
+        verdict,
+        events,
+        time.monotonic() - t0,
+        txn_verdict if transactions else None,
+        left,
+    )
+
+
+def table(rows: dict[str, list[Result]], workload: str = "queue") -> str:
+    """One line per nemesis and workload: runs, records (acknowledged writes; committed
+    transactions), anomalies by name, recovery p50 and max (the longest time without an
+    acknowledgement; without a commit)."""
+    out = [
+        "| nemesis | workload | runs | acknowledged | unknown | anomalies | recovery p50 | max |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, results in rows.items():
+        out.append(_row(name, workload, [r.verdict for r in results]))
+        txns = [r.txn for r in results if r.txn is not None]
+        if txns:
+            out.append(_row(name, "txn", txns))
+    return "\n".join(out)
+
+
+def _row(name: str, workload: str, verdicts: list[Verdict] | list[TxnVerdict]) -> str:
+    found: dict[str, int] = {}
+    for v in verdicts:
+        for k, n in v.anomalies.items():
+            found[k] = found.get(k, 0) + n
+    anomalies = ", ".join(f"{n} {k}" for k, n in found.items() if n) or "0"
+    if workload == "txn":
+        gaps = [v.longest_commit_gap_s for v in verdicts if isinstance(v, TxnVerdict)]
+        done = sum(v.committed for v in verdicts if isinstance(v, TxnVerdict))
+        unknown = sum(v.unknown for v in verdicts if isinstance(v, TxnVerdict))
+    else:
+        gaps = [v.longest_gap_s for v in verdicts if isinstance(v, Verdict)]
+        done = sum(v.acked for v in verdicts if isinstance(v, Verdict))
+        unknown = sum(v.unknown for v in verdicts if isinstance(v, Verdict))
+    return (
+        f"| {name} | {workload} | {len(verdicts)} | {done:,} | {unknown:,} | {anomalies} | "
+        f"{statistics.median(gaps):.1f} s | {max(gaps):.1f} s |"
+    )
