@@ -29,13 +29,13 @@ from pathlib import Path
 
 from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
-from .descriptors import FILES_PER_SEGMENT
 from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
 from .index.leader_epochs import LeaderEpochCache
 from .index.transactions import AbortedTxn, TxnIndexes
 from .loader import LoadStats
 from .log_view import LogView
+from .open_files import OpenFiles
 from .producer_state import CompletedTxn, ProducerStateManager
 from .retention import segments_to_delete
 from .segment import LogSegment, SegmentDamaged
@@ -63,8 +63,10 @@ class LogCore:
         stats: LoadStats,
         now_ms: int,
         checkpoint: PartitionCheckpoint | None = None,
+        files: OpenFiles | None = None,
     ) -> None:
         self.directory = directory
+        self._files = files  # the LRU of open segment files (None: all held open)
         self._config = config
         self._lock = threading.Lock()
         self._segments = segments
@@ -237,8 +239,9 @@ class LogCore:
 
     @property
     def open_files(self) -> int:
-        """The descriptors this log holds open (its segments' files)."""
-        return FILES_PER_SEGMENT * len(self._view.segments)
+        """The descriptors this log's segments hold open now (with an LRU of open files,
+        only those of its recently used segments)."""
+        return sum(s.files_open for s in self._view.segments)
 
     @property
     def segment_base_offsets(self) -> tuple[int, ...]:
@@ -315,7 +318,9 @@ class LogCore:
             return False
         try:
             active.seal()
-            new = LogSegment.create(self.directory, active.next_offset, self._config, now_ms)
+            new = LogSegment.create(
+                self.directory, active.next_offset, self._config, now_ms, files=self._files
+            )
         except OSError as exc:
             raise self._storage_error("roll", exc) from exc
         self._segments.append(new)
