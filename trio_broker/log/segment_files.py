@@ -28,6 +28,9 @@ from .index.sparse import OffsetIndex, TimeIndex
 from .open_files import OpenFiles
 
 
+_REOPEN_FLAGS = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)  # never O_CREAT: it must exist
+
+
 class SegmentClosed(OSError):
     """The segment was closed for good (deleted, replaced): its files cannot be reopened."""
 
@@ -122,7 +125,7 @@ class SegmentFiles:
         """(``OpenFiles``, under its lock.) Open the three files again."""
         if self._gone:
             raise SegmentClosed(f"{self.log_path}: the segment is closed")
-        fd = os.open(self.log_path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(self._log.path, _REOPEN_FLAGS)  # the path it was opened at
         try:
             self.offset_index.reopen()
             self.time_index.reopen()
