@@ -477,10 +477,12 @@ class LogCore:
                 self._recovery_point, self._log_start, min(self._high_watermark, self._log_end)
             )
 
-    def close(self, *, checkpoint: bool = True) -> None:
+    def close(self, *, checkpoint: bool = True, sync_snapshot: bool = True) -> None:
         """Flush, checkpoint (recovery point = log end) and close. Regions still out keep
         their files open until released. ``checkpoint`` False leaves ``partition.checkpoint``
-        as it was: the log manager writes the log dir's files for all its logs instead."""
+        as it was: the log manager writes the log dir's files for all its logs instead.
+        ``sync_snapshot`` False leaves the producer-state snapshot unsynced: the log
+        manager syncs them all at once before its clean-shutdown marker."""
         with self._lock:
             if self._closed:
                 return
@@ -490,7 +492,8 @@ class LogCore:
                     self._flush_locked(None)
                     if checkpoint:
                         self._checkpoint_locked()
-                    self._producers.take_snapshot(self._segments[-1].next_offset)
+                    end = self._segments[-1].next_offset
+                    self._producers.take_snapshot(end, sync=sync_snapshot)
                 except LogStorageError as exc:
                     error = exc
                 except OSError as exc:

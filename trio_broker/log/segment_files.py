@@ -27,7 +27,6 @@ from .handles import FileHandle, SharedFile
 from .index.sparse import OffsetIndex, TimeIndex
 from .open_files import OpenFiles
 
-
 _REOPEN_FLAGS = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)  # never O_CREAT: it must exist
 
 
