@@ -144,3 +144,50 @@ def test_the_broker_holds_at_most_the_bound_and_a_kill_9_loses_nothing(tmp_path:
     missing = [k for k, v in acked.items() if stored.get(k) != v]
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:5]}"
     assert crashed.terminate() == 0
+
+
+def test_the_bound_is_dynamic(tmp_path: Path) -> None:
+    """IncrementalAlterConfigs of log.open.files.max on a running broker: a lower bound
+    closes files at once, a value under 3 is refused with Kafka's error, -1 lifts it."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from ..support.brokers import BrokerThread
+
+    b = BrokerThread(tmp_path / "data").start()
+    try:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.create_topics([NewTopic("few", 20, 1)])["few"].result(30)
+        p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all"})
+        for part in range(20):
+            p.produce("few", b"v", partition=part)
+        assert p.flush(30) == 0
+        broker = b.broker
+        assert broker is not None and broker.replica_manager.logs is not None
+        logs = broker.replica_manager.logs
+        held = logs.open_files()  # the topic's 20 segments and the internal topics'
+        assert held >= 60 and held == segment_files(os.getpid(), tmp_path)
+
+        def set_bound(value: str) -> None:
+            res = ConfigResource(ConfigResource.Type.BROKER, "0")
+            res.add_incremental_config(
+                ConfigEntry(
+                    "log.open.files.max", value, incremental_operation=AlterConfigOpType.SET
+                )
+            )
+            admin.incremental_alter_configs([res])[res].result(10)
+
+        set_bound("9")
+        assert logs.files.max_files == 9
+        assert logs.open_files() <= 9 and segment_files(os.getpid(), tmp_path) <= 9
+        try:
+            set_bound("2")
+        except KafkaException as exc:
+            assert exc.args[0].name() == "INVALID_CONFIG", exc
+        else:
+            raise AssertionError("log.open.files.max=2 was accepted")
+        assert logs.files.max_files == 9
+        set_bound("-1")
+        assert logs.files.max_files is None
+    finally:
+        b.stop()
