@@ -260,3 +260,37 @@ def test_the_fd_checks_count_the_bound_not_three_a_segment(tmp_path: Path) -> No
     check_start(1_000, 1_000, limit=2_000, bound=1_800)
     with pytest.raises(DescriptorLimitError, match=r"log.open.files.max=1900 keeps 1900"):
         check_start(1_000, 1_000, limit=2_000, bound=1_900)
+
+
+def test_a_segment_the_cleaner_replaces_is_never_reopened_under_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The swap renames the cleaned copy over the first replaced segment's name. A reader
+    holding the old view that asks for that segment then must get nothing (and retry on
+    the new view), never the copy's file read with the old segment's sizes and index:
+    the replaced segments are closed for good before the first rename."""
+    from trio_broker.log import swap
+
+    files = OpenFiles(3)
+    config = LogConfig(cleanup_policy=("compact",))
+    log = PartitionLog.open(tmp_path / "c-0", config, recover=False, now_ms=0, files=files)
+    other = PartitionLog.open(tmp_path / "o-0", LogConfig(), recover=False, now_ms=0, files=files)
+    for round_ in range(3):
+        put(log, [(b"a", b"a%d" % round_), (b"b", b"b%d" % round_)])
+        log.roll(1_000)
+    old = log.view.segments[0]
+    handed_out = []
+    real_rename = swap._rename
+
+    def rename_then_read_the_old_view(source: Path, target: Path) -> None:
+        real_rename(source, target)
+        if target.name == f"{0:020d}.log":  # the copy now has the old segment's name
+            _append(other, b"o")  # the LRU closes whatever the log had open
+            handed_out.append(old.acquire())
+
+    monkeypatch.setattr(swap, "_rename", rename_then_read_the_old_view)
+    assert clean(log, 5_000, 1_000) is not None
+    assert handed_out == [None]
+    assert contents(log) == [(4, b"a", b"a2"), (5, b"b", b"b2")]
+    log.close()
+    other.close()
