@@ -3,7 +3,9 @@
 Owns: for every producer id seen in the partition, its epoch and the metadata of its last
 five batches (sequence range and offsets); the sequence checks an append must pass; and
 snapshots of that state (``<20-digit offset>.snapshot``, JSON with a CRC-32C, written to a
-temporary file and renamed) from which a restart replays only the log after the snapshot.
+temporary file and renamed; fsynced with its folder, or at shutdown left to the log
+manager's one sync; none when the newest is already at the offset) from which a restart
+replays only the log after the snapshot; the list of them is read once and then kept.
 
 The rules, as Kafka's: a batch from an older epoch is INVALID_PRODUCER_EPOCH; a new epoch
 must start at sequence 0; within an epoch a batch must follow the last one's sequence, or
