@@ -4,20 +4,20 @@ Owns: the log directories (created at start), the ``<topic>-<partition>`` folder
 loading every partition at start-up on ``recovery_threads`` threads a directory (Kafka's
 ``num.recovery.threads.per.data.dir``; recovering those of a directory without the
 ``.kafka_cleanshutdown`` marker, else taking their numbers from the directory's checkpoint
-files, ``dir_checkpoints``) once it has checked that the open files limit holds what
-they will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a
-partition in the online directory holding the fewest (a log that cannot be made leaves no
-folder behind), a log dir's failure (the first log in it that goes offline takes the others
-with it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), the
-descriptors the logs hold (``file_budget``) and the LRU that bounds them (``files``, an
-``open_files.OpenFiles`` shared by every segment: ``log.open.files.max``), deleting one
-(its files closed and its folder renamed to ``<topic>-<partition>.<id>-delete`` at once; a thread removes the folder after
-``delete`` has returned, close waits for it, a start removes any left), the periodic entry
-points the server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
-(flush every log on ``recovery_threads`` threads, their producer-state snapshots written
-unsynced, then per directory one ``os.sync``, one set of checkpoint files and after them
-the clean-shutdown marker). It must not keep topic metadata (ids,
-configs): the server does, and passes configs in.
+files, ``dir_checkpoints``) once it has checked that the open files limit holds what they
+will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a partition
+in the online directory holding the fewest (a log that cannot be made leaves no folder
+behind), a log dir's failure (the first log in it that goes offline takes the others with
+it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), the descriptors
+the logs hold (``file_budget``) and the LRU that bounds them (``files``, an
+``open_files.OpenFiles`` shared by every segment: ``log.open.files.max``), deleting one (its
+files closed and its folder renamed to ``<topic>-<partition>.<id>-delete`` at once; a thread
+removes the folder after ``delete`` has returned, close waits for it, a start removes any
+left), the periodic entry points the server's timers call (``flush_dirty``,
+``apply_retention``, ``checkpoint``) and closing (flush every log on ``recovery_threads``
+threads, their producer-state snapshots written unsynced, then per directory one
+``os.sync``, one set of checkpoint files and after them the clean-shutdown marker). It must
+not keep topic metadata (ids, configs): the server does, and passes configs in.
 """
 
 from __future__ import annotations
