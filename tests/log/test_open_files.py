@@ -15,7 +15,12 @@ import pytest
 
 from trio_broker.log import LogConfig, LogManager, PartitionLog
 from trio_broker.log.cleaner.compaction import clean
-from trio_broker.log.descriptors import DescriptorLimitError, FileBudget, check_start
+from trio_broker.log.descriptors import (
+    DescriptorLimitError,
+    FileBudget,
+    bound_fits,
+    check_start,
+)
 from trio_broker.log.open_files import OpenFiles
 from trio_broker.records import iter_batches, iter_records
 
@@ -258,6 +263,8 @@ def test_the_fd_checks_count_the_bound_not_three_a_segment(tmp_path: Path) -> No
     with pytest.raises(DescriptorLimitError):
         check_start(1_000, 1_000, limit=2_000)
     check_start(1_000, 1_000, limit=2_000, bound=1_800)
+    assert bound_fits(1_800, limit=2_000) and not bound_fits(1_900, limit=2_000)
+    assert not bound_fits(None, limit=2_000)
     with pytest.raises(DescriptorLimitError, match=r"log.open.files.max=1900 keeps 1900"):
         check_start(1_000, 1_000, limit=2_000, bound=1_900)
 

@@ -3,16 +3,16 @@
 Owns: how many descriptors a log holds as it opens them (``FILES_PER_SEGMENT``: an open
 segment holds its ``.log``, ``.index`` and ``.timeindex``: every segment for as long as it
 exists, or, with ``log.open.files.max`` (the ``bound``, ``open_files``' LRU), only the
-recently used ones, at most the bound together;
-the ``.txnindex``, checkpoints, snapshots and the cleaner's copies are opened only while
-they are written), the soft ``RLIMIT_NOFILE`` (``ulimit -n``), the headroom kept for
-everything else (``headroom``: client and replica connections, listeners, the event loop's
-own descriptors, files opened for a moment, segments that roll later: a tenth of the limit,
-at least ``MIN_HEADROOM``), ``FileBudget`` (how many descriptors new logs may still take)
-and ``segments_on_disk`` (what loading the log directories will open, counted before any
-is opened). ``DescriptorLimitError`` is the start-up refusal, one line naming the limit and
-the count. It must not open a log nor decide what is refused: the log manager and the topic
-creation path do.
+recently used ones, at most the bound together; the ``.txnindex``, checkpoints, snapshots
+and the cleaner's copies are opened only while they are written), the soft ``RLIMIT_NOFILE``
+(``ulimit -n``), the headroom kept for everything else (``headroom``: client and replica
+connections, listeners, the event loop's own descriptors, files opened for a moment,
+segments that roll later: a tenth of the limit, at least ``MIN_HEADROOM``), ``FileBudget``
+(how many descriptors new logs may still take) and ``segments_on_disk`` (what loading the
+log directories will open, counted before any is opened; not needed when the bound fits in
+the limit, ``bound_fits``). ``DescriptorLimitError`` is the start-up refusal, one line
+naming the limit and the count. It must not open a log nor decide what is refused: the log
+manager and the topic creation path do.
 """
 
 from __future__ import annotations
@@ -102,6 +102,13 @@ def segments_on_disk(folders: Iterable[Path]) -> tuple[int, int]:
         partitions += 1
         segments += log_segments(folder)
     return partitions, segments
+
+
+def bound_fits(bound: int | None, limit: int | None = None) -> bool:
+    """Whether logs held to ``bound`` fit in the limit whatever their number (then
+    start-up has nothing to count)."""
+    limit = open_files_limit() if limit is None else limit
+    return bound is not None and bound + headroom(limit) <= limit
 
 
 def check_start(

@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from .config import LogConfig
-from .descriptors import FileBudget, check_start, open_files_limit, segments_on_disk
+from .descriptors import (
+    FileBudget,
+    bound_fits,
+    check_start,
+    open_files_limit,
+    segments_on_disk,
+)
 from .dir_checkpoints import read_dir_checkpoints, write_dir_checkpoints
 from .errors import LogError, LogStorageError
 from .files import fsync_dir
@@ -139,10 +145,12 @@ class LogManager:
         configs = dict(topic_configs or {})
         # Refused before any log is opened: a broker short of descriptors would otherwise
         # fail part-way through loading, or soon after.
-        check_start(
-            *segments_on_disk(f for d in self.log_dirs for f in _partition_folders(d)),
-            bound=self.files.max_files,
-        )
+        # (A bound within the limit holds any number: no folder is counted then.)
+        if not bound_fits(self.files.max_files):
+            check_start(
+                *segments_on_disk(f for d in self.log_dirs for f in _partition_folders(d)),
+                bound=self.files.max_files,
+            )
         try:
             for log_dir in self.log_dirs:
                 self._load_dir(log_dir, configs, now)
