@@ -15,7 +15,8 @@ hard limit, its log dir under ``--data-dir``, tmpfs by default):
 * **one each**: one ``--message-bytes`` (100) message to every partition from one
   confluent-kafka producer (acks=all, linger.ms 5, its metadata fetched first), from the
   first ``produce`` to the end of ``flush``;
-* **RSS** (``/proc/<pid>/status``) and **open fds** (``/proc/<pid>/fd``) after that;
+* **RSS** (``/proc/<pid>/status``) and **open fds** (``/proc/<pid>/fd``, all of the
+  process's descriptors) after that, and again once each restart below is ready;
 * **stop**: SIGTERM to the process's exit;
 * beside each stop and start, the broker's **CPU seconds** in it (``/proc/<pid>/stat`` at
   ready; the rusage of the reaped process for a stop): on a machine shared with other work
@@ -37,16 +38,21 @@ and ours against the mock's (messages a second over all rounds). Then one consum
 assigned every partition from offset 0 reads every message back (fetch): time to the last.
 The fan-out runs ``--fanout-pairs`` (1) times, ours then the mock.
 
+``--open-files-max`` F runs every broker with ``log.open.files.max=F`` (our key: an LRU
+keeps at most F segment files open; the rest are reopened when used).
+
 Bounds: a refusal before anything starts when an N would need more descriptors than the
 hard ``RLIMIT_NOFILE`` gives a broker (three a partition, as ``trio_broker.log.descriptors``
-counts them, plus the headroom it keeps): the message names the limit and the largest N
-that fits. Every wait has a deadline (``--timeout``, 600 s, per phase), and every load is
-a fixed count of messages.
+counts them, or the ``--open-files-max`` bound if lower, plus the headroom it keeps): the
+message names the limit and the largest N that fits. Every wait has a deadline
+(``--timeout``, 600 s, per phase), and every load is a fixed count of messages.
 
 Run from the repository::
 
     .venv/bin/python bench/partitions.py --counts 1000,5000 --json out.json
     .venv/bin/python bench/partitions.py --counts 200 --fanout-partitions 200   # quick
+    .venv/bin/python bench/partitions.py --counts 10000,20000 --open-files-max 4500 \
+        --fanout-partitions 0
 """
 
 from __future__ import annotations
@@ -93,6 +99,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fanout-rounds", type=int, default=5)
     p.add_argument("--fanout-pairs", type=int, default=1)
     p.add_argument("--override", action="append", default=[], help="broker key=value")
+    p.add_argument(
+        "--open-files-max", type=int, default=None, help="log.open.files.max (default: none)"
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a phase may take")
     p.add_argument("--data-dir", default=default_data_dir())
     p.add_argument("--wait-quiet", type=float, default=30.0)
@@ -101,18 +110,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.counts = [int(c) for c in args.counts.split(",") if c.strip()]
     if not args.counts or min(args.counts) < 1 or args.per_topic < 1:
         p.error("--counts and --per-topic must be positive")
+    if args.open_files_max is not None:
+        if args.open_files_max < 3:
+            p.error("--open-files-max must be at least 3")
+        args.override = [*args.override, f"log.open.files.max={args.open_files_max}"]
     return args
 
 
-def largest_fitting() -> tuple[int, int]:
-    """The hard open-files limit a broker gets, and the most partitions it holds then."""
+def largest_fitting(bound: int | None = None) -> tuple[int, int]:
+    """The hard open-files limit a broker gets, and the most partitions it holds then
+    (any number when the ``log.open.files.max`` bound fits in the limit)."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = 1 << 20 if hard == resource.RLIM_INFINITY else int(hard)
+    if bound is not None and bound <= limit - headroom(limit):
+        return limit, 1 << 62
     return limit, (limit - headroom(limit)) // FILES_PER_SEGMENT
 
 
-def refusal(counts: list[int], fanout: int) -> str | None:
-    limit, most = largest_fitting()
+def refusal(counts: list[int], fanout: int, bound: int | None = None) -> str | None:
+    limit, most = largest_fitting(bound)
     too_many = [n for n in [*counts, fanout] if n > most]
     if not too_many:
         return None
@@ -120,7 +136,8 @@ def refusal(counts: list[int], fanout: int) -> str | None:
         f"refused: {max(too_many):,} partitions need {max(too_many) * FILES_PER_SEGMENT:,} "
         f"open files ({FILES_PER_SEGMENT} a partition) and the broker keeps "
         f"{headroom(limit):,} for the rest, but the hard RLIMIT_NOFILE here is {limit:,}: "
-        f"at most {most:,} partitions fit (raise `ulimit -Hn`, or ask for fewer with --counts)"
+        f"at most {most:,} partitions fit (raise `ulimit -Hn`, ask for fewer with --counts, "
+        f"or bound the open segment files with --open-files-max)"
     )
 
 
@@ -261,7 +278,11 @@ def log_seconds(lines: list[str], what: str) -> float:
 def measure_count(args: argparse.Namespace, n: int) -> dict[str, Any]:
     topics = topic_names("p", n, args.per_topic)
     payload = b"m" * args.message_bytes
-    row: dict[str, Any] = {"partitions": n, "topics": len(topics)}
+    row: dict[str, Any] = {
+        "partitions": n,
+        "topics": len(topics),
+        "open_files_max": args.open_files_max,
+    }
     broker = BrokerProcess(args.override, base_dir=args.data_dir)
     try:
         row["start_empty_s"], row["start_empty_cpu_s"] = timed_start(broker, args.timeout)
@@ -284,6 +305,7 @@ def measure_count(args: argparse.Namespace, n: int) -> dict[str, Any]:
         seen = len(broker.output)
         row["clean_restart_s"], row["clean_restart_cpu_s"] = timed_start(broker, args.timeout)
         row["clean_load_s"] = log_seconds(broker.output[seen:], "loaded")
+        row["fds_clean_restart"] = open_fds(broker.pid)
         marks = high_watermarks(broker.bootstrap, topics, args.timeout)
         row["clean_restart_records_ok"] = marks.count(1) == n
         broker.proc.kill()  # type: ignore[union-attr]
@@ -291,6 +313,7 @@ def measure_count(args: argparse.Namespace, n: int) -> dict[str, Any]:
         seen = len(broker.output)
         row["kill9_restart_s"], row["kill9_restart_cpu_s"] = timed_start(broker, args.timeout)
         row["kill9_load_s"] = log_seconds(broker.output[seen:], "loaded")
+        row["fds_kill9_restart"] = open_fds(broker.pid)
         marks = high_watermarks(broker.bootstrap, topics, args.timeout)
         row["kill9_restart_records_ok"] = marks.count(1) == n
         row["recovery_logged"] = any("recovering" in line for line in broker.output[seen:])
@@ -380,6 +403,7 @@ def report(rows: list[dict[str, Any]], fanout: list[dict[str, Any]]) -> str:
                 "one each s",
                 "RSS MB",
                 "fds",
+                "fds restarted (clean, kill -9)",
                 "SIGTERM stop s (CPU)",
                 "clean restart s (CPU)",
                 "kill -9 restart s (CPU)",
@@ -399,6 +423,7 @@ def report(rows: list[dict[str, Any]], fanout: list[dict[str, Any]]) -> str:
                     r["one_each_s"],
                     r["rss_mb"],
                     r["fds"],
+                    f"{r['fds_clean_restart']}, {r['fds_kill9_restart']}",
                     f"{fmt(r['stop_s'])} ({fmt(r['stop_cpu_s'])})",
                     f"{fmt(r['clean_restart_s'])} ({fmt(r['clean_restart_cpu_s'])})",
                     f"{fmt(r['kill9_restart_s'])} ({fmt(r['kill9_restart_cpu_s'])})",
@@ -464,7 +489,7 @@ def ratios(fanout: list[dict[str, Any]]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    refused = refusal(args.counts, args.fanout_partitions)
+    refused = refusal(args.counts, args.fanout_partitions, args.open_files_max)
     if refused:
         print(refused, file=sys.stderr)
         return 2

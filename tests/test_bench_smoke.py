@@ -229,6 +229,23 @@ def test_partitions(tmp_path: Path) -> None:
     assert {r["target"] for r in doc["results"]["fanout"]} == {"ours", "mock"}
 
 
+def test_partitions_with_a_bound_on_open_segment_files(tmp_path: Path) -> None:
+    # 60 partitions (180 segment files) under log.open.files.max=30: the process holds the
+    # bound and its other descriptors (fewer than 60 of those), and every message is read
+    # back after both restarts.
+    doc = _run(
+        "partitions.py",
+        *("--counts", "60", "--per-topic", "20", "--metadata-repeats", "1"),
+        *("--fanout-partitions", "0", "--open-files-max", "30"),
+        tmp_path=tmp_path,
+    )
+    (row,) = doc["results"]["counts"]
+    assert row["open_files_max"] == 30
+    assert row["clean_restart_records_ok"] and row["kill9_restart_records_ok"]
+    for fds in (row["fds"], row["fds_clean_restart"], row["fds_kill9_restart"]):
+        assert 30 <= fds < 30 + 60, row
+
+
 def test_partitions_refuses_more_than_the_open_files_limit(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(BENCH / "partitions.py"), "--counts", "100000000"],

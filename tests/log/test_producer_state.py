@@ -88,3 +88,44 @@ def test_state_survives_a_restart(tmp_path: Path, clean: bool) -> None:
         append(reopened, 25)
     assert not append(reopened, 20).duplicate
     reopened.close()
+
+
+def test_a_snapshot_is_written_once_an_offset_and_the_list_is_kept(tmp_path: Path) -> None:
+    """Nothing appended since the newest snapshot: closing again writes none (Kafka's
+    rule), and the snapshot files are what ``snapshot_offsets`` says without a listing."""
+    log = open_log(tmp_path / "t-0")
+    append(log, 0)
+    log.close()
+    snapshot = tmp_path / "t-0" / f"{1:020d}.snapshot"
+    written = snapshot.stat().st_mtime_ns, snapshot.stat().st_ino
+    again = open_log(tmp_path / "t-0")
+    again.close()  # nothing appended: the snapshot at 1 stays as it was
+    assert (snapshot.stat().st_mtime_ns, snapshot.stat().st_ino) == written
+    third = open_log(tmp_path / "t-0", segment_bytes=200)
+    for seq in range(1, 12):
+        append(third, seq)  # rolls: a snapshot a roll, the oldest deleted past the kept ones
+    offsets = third._producers.snapshot_offsets()
+    on_disk = sorted(int(p.name[:20]) for p in (tmp_path / "t-0").glob("*.snapshot"))
+    assert offsets == on_disk and len(offsets) >= 2
+    third.close()
+
+
+def test_the_log_manager_syncs_the_snapshots_once_and_keeps_the_state(tmp_path: Path) -> None:
+    """At shutdown the logs' snapshots are written unsynced and the manager syncs once
+    before the marker: the next clean start has every producer's state."""
+    from trio_broker.log import LogConfig, LogManager
+
+    mgr = LogManager([tmp_path], LogConfig(), now_ms=0)
+    logs = [mgr.create("t", p, now_ms=0) for p in range(3)]
+    for p, log in enumerate(logs):
+        for seq in range(3):
+            log.append(batch(seq, pid=PID + p), leader_epoch=0, now_ms=1_000)
+    mgr.close()
+    assert all((tmp_path / f"t-{p}" / f"{3:020d}.snapshot").exists() for p in range(3))
+    again = LogManager([tmp_path], LogConfig(), now_ms=0)
+    for p in range(3):
+        log = again.get("t", p)
+        assert log is not None and log.load_stats.recovery is False
+        retry = log.append(batch(2, pid=PID + p), leader_epoch=0, now_ms=1_000)
+        assert retry.duplicate and retry.first_offset == 2
+    again.close()

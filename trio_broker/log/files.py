@@ -1,7 +1,8 @@
 """Small durable-file helpers shared by the log's checkpoint and metadata files.
 
-Owns: writing a file whole and synced, writing one atomically (temporary file, fsync,
-rename, fsync of the folder) and fsync of a folder. It must not know what the files mean.
+Owns: writing a file whole and synced (or left to the caller to sync), writing one
+atomically (temporary file, fsync, rename, fsync of the folder) and fsync of a folder. It
+must not know what the files mean.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_synced(path: Path, data: bytes) -> None:
+def write_synced(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Write ``data`` as the whole of ``path`` and fsync it (no rename: the caller's
     protocol says when the file counts)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -28,9 +29,15 @@ def write_synced(path: Path, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_unsynced(path: Path, data: bytes) -> None:
+    """``write_synced`` without the fsync: the caller syncs (e.g. one ``os.sync``)."""
+    write_synced(path, data, sync=False)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

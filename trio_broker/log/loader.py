@@ -22,6 +22,7 @@ from pathlib import Path
 from .checkpoint import PartitionCheckpoint, read_checkpoint
 from .config import LogConfig
 from .files import TMP_SUFFIX
+from .open_files import OpenFiles
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 from .swap import complete_swaps
 
@@ -91,9 +92,11 @@ def load_segments(
     recover: bool,
     now_ms: int,
     checkpoint: PartitionCheckpoint | None = None,
+    files: OpenFiles | None = None,
 ) -> LoadedLog:
     """``checkpoint``: the log dir's clean-shutdown checkpoint of this partition (else the
-    partition's own ``partition.checkpoint`` is read)."""
+    partition's own ``partition.checkpoint`` is read). ``files``: the LRU the segments'
+    descriptors are in (None: held open)."""
     directory.mkdir(parents=True, exist_ok=True)
     stats = LoadStats(recovery=recover)
     stats.swaps_completed = complete_swaps(directory)
@@ -106,7 +109,7 @@ def load_segments(
     rebuilt: set[int] = set()
     try:
         for i, base in enumerate(bases):
-            seg, sane = LogSegment.open_existing(directory, base, config, now_ms)
+            seg, sane = LogSegment.open_existing(directory, base, config, now_ms, files)
             segments.append(seg)
             stats.segments += 1
             next_base = bases[i + 1] if i + 1 < len(bases) else None
@@ -138,14 +141,14 @@ def load_segments(
             if seg.base_offset in rebuilt:
                 seg.seal()
         if not segments:
-            segments.append(LogSegment.create(directory, log_start, config, now_ms))
+            segments.append(LogSegment.create(directory, log_start, config, now_ms, files=files))
         log_end = segments[-1].next_offset
         if log_start > log_end:
             # The tail that held the log start offset was lost: start afresh there.
             for seg in segments:
                 seg.delete()
                 stats.segments_deleted += 1
-            segments = [LogSegment.create(directory, log_start, config, now_ms)]
+            segments = [LogSegment.create(directory, log_start, config, now_ms, files=files)]
             log_end = log_start
         log_start = max(log_start, segments[0].base_offset)
         if rebuilt or not recover:

@@ -29,13 +29,13 @@ from pathlib import Path
 
 from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
-from .descriptors import FILES_PER_SEGMENT
 from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
 from .index.leader_epochs import LeaderEpochCache
 from .index.transactions import AbortedTxn, TxnIndexes
 from .loader import LoadStats
 from .log_view import LogView
+from .open_files import OpenFiles
 from .producer_state import CompletedTxn, ProducerStateManager
 from .retention import segments_to_delete
 from .segment import LogSegment, SegmentDamaged
@@ -63,8 +63,10 @@ class LogCore:
         stats: LoadStats,
         now_ms: int,
         checkpoint: PartitionCheckpoint | None = None,
+        files: OpenFiles | None = None,
     ) -> None:
         self.directory = directory
+        self._files = files  # the LRU of open segment files (None: all held open)
         self._config = config
         self._lock = threading.Lock()
         self._segments = segments
@@ -237,8 +239,9 @@ class LogCore:
 
     @property
     def open_files(self) -> int:
-        """The descriptors this log holds open (its segments' files)."""
-        return FILES_PER_SEGMENT * len(self._view.segments)
+        """The descriptors this log's segments hold open now (with an LRU of open files,
+        only those of its recently used segments)."""
+        return sum(s.files_open for s in self._view.segments)
 
     @property
     def segment_base_offsets(self) -> tuple[int, ...]:
@@ -315,7 +318,9 @@ class LogCore:
             return False
         try:
             active.seal()
-            new = LogSegment.create(self.directory, active.next_offset, self._config, now_ms)
+            new = LogSegment.create(
+                self.directory, active.next_offset, self._config, now_ms, files=self._files
+            )
         except OSError as exc:
             raise self._storage_error("roll", exc) from exc
         self._segments.append(new)
@@ -472,10 +477,12 @@ class LogCore:
                 self._recovery_point, self._log_start, min(self._high_watermark, self._log_end)
             )
 
-    def close(self, *, checkpoint: bool = True) -> None:
+    def close(self, *, checkpoint: bool = True, sync_snapshot: bool = True) -> None:
         """Flush, checkpoint (recovery point = log end) and close. Regions still out keep
         their files open until released. ``checkpoint`` False leaves ``partition.checkpoint``
-        as it was: the log manager writes the log dir's files for all its logs instead."""
+        as it was: the log manager writes the log dir's files for all its logs instead.
+        ``sync_snapshot`` False leaves the producer-state snapshot unsynced: the log
+        manager syncs them all at once before its clean-shutdown marker."""
         with self._lock:
             if self._closed:
                 return
@@ -485,7 +492,8 @@ class LogCore:
                     self._flush_locked(None)
                     if checkpoint:
                         self._checkpoint_locked()
-                    self._producers.take_snapshot(self._segments[-1].next_offset)
+                    end = self._segments[-1].next_offset
+                    self._producers.take_snapshot(end, sync=sync_snapshot)
                 except LogStorageError as exc:
                     error = exc
                 except OSError as exc:

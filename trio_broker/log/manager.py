@@ -4,18 +4,20 @@ Owns: the log directories (created at start), the ``<topic>-<partition>`` folder
 loading every partition at start-up on ``recovery_threads`` threads a directory (Kafka's
 ``num.recovery.threads.per.data.dir``; recovering those of a directory without the
 ``.kafka_cleanshutdown`` marker, else taking their numbers from the directory's checkpoint
-files, ``dir_checkpoints``) once it has checked that the open files limit holds what
-they will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a
-partition in the online directory holding the fewest (a log that cannot be made leaves no
-folder behind), a log dir's failure (the first log in it that goes offline takes the others
-with it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), the
-descriptors the logs hold (``file_budget``), deleting one (its files closed and its folder
-renamed to ``<topic>-<partition>.<id>-delete`` at once; a thread removes the folder after
-``delete`` has returned, close waits for it, a start removes any left), the periodic entry
-points the server's timers call (``flush_dirty``, ``apply_retention``, ``checkpoint``) and closing
-(flush every log on ``recovery_threads`` threads, then per directory one set of checkpoint
-files and after them the clean-shutdown marker). It must not keep topic metadata (ids,
-configs): the server does, and passes configs in.
+files, ``dir_checkpoints``) once it has checked that the open files limit holds what they
+will open (``descriptors``: else ``DescriptorLimitError``, one line), creating a partition
+in the online directory holding the fewest (a log that cannot be made leaves no folder
+behind), a log dir's failure (the first log in it that goes offline takes the others with
+it, as Kafka takes a dir offline on an I/O error; ``offline_partitions``), the descriptors
+the logs hold (``file_budget``) and the LRU that bounds them (``files``, an
+``open_files.OpenFiles`` shared by every segment: ``log.open.files.max``), deleting one (its
+files closed and its folder renamed to ``<topic>-<partition>.<id>-delete`` at once; a thread
+removes the folder after ``delete`` has returned, close waits for it, a start removes any
+left), the periodic entry points the server's timers call (``flush_dirty``,
+``apply_retention``, ``checkpoint``) and closing (flush every log on ``recovery_threads``
+threads, their producer-state snapshots written unsynced, then per directory one
+``os.sync``, one set of checkpoint files and after them the clean-shutdown marker). It must
+not keep topic metadata (ids, configs): the server does, and passes configs in.
 """
 
 from __future__ import annotations
@@ -33,11 +35,18 @@ from pathlib import Path
 from typing import TypeVar
 
 from .config import LogConfig
-from .descriptors import FileBudget, check_start, open_files_limit, segments_on_disk
+from .descriptors import (
+    FileBudget,
+    bound_fits,
+    check_start,
+    open_files_limit,
+    segments_on_disk,
+)
 from .dir_checkpoints import read_dir_checkpoints, write_dir_checkpoints
 from .errors import LogError, LogStorageError
 from .files import fsync_dir
 from .log_core import LogCore
+from .open_files import OpenFiles
 from .partition_log import PartitionLog
 from .partition_metadata import read_partition_metadata, write_partition_metadata
 
@@ -80,6 +89,10 @@ def _partition_folders(log_dir: Path) -> Iterator[Path]:
             yield Path(entry.path)
 
 
+def _bound(max_files: int | None) -> int | None:
+    return None if max_files is None or max_files < 0 else max_files
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -91,10 +104,11 @@ class LogManager:
         self,
         log_dirs: list[Path],
         default_config: LogConfig,
-        *,
         topic_configs: Mapping[str, LogConfig] | None = None,
+        *,
         now_ms: int | None = None,
         recovery_threads: int = 1,
+        max_files: int | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
@@ -105,6 +119,9 @@ class LogManager:
         # (Kafka's num.recovery.threads.per.data.dir).
         self.recovery_threads = recovery_threads
         self.default_config = default_config
+        # The LRU of open segment files (``log.open.files.max``; None: every segment's
+        # files stay open, as Kafka's do).
+        self.files = OpenFiles(_bound(max_files))
         self._lock = threading.Lock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
@@ -128,7 +145,12 @@ class LogManager:
         configs = dict(topic_configs or {})
         # Refused before any log is opened: a broker short of descriptors would otherwise
         # fail part-way through loading, or soon after.
-        check_start(*segments_on_disk(f for d in self.log_dirs for f in _partition_folders(d)))
+        # (A bound within the limit holds any number: no folder is counted then.)
+        if not bound_fits(self.files.max_files):
+            check_start(
+                *segments_on_disk(f for d in self.log_dirs for f in _partition_folders(d)),
+                bound=self.files.max_files,
+            )
         try:
             for log_dir in self.log_dirs:
                 self._load_dir(log_dir, configs, now)
@@ -167,7 +189,12 @@ class LogManager:
             config = configs.get(tp[0], self.default_config)
             checkpoint = saved.get(tp) if saved is not None else None
             return PartitionLog.open(
-                folder, config, recover=not clean, now_ms=now_ms, checkpoint=checkpoint
+                folder,
+                config,
+                recover=not clean,
+                now_ms=now_ms,
+                checkpoint=checkpoint,
+                files=self.files,
             )
 
         loaded, error = self._in_threads([(tp, partial(load, tp, f)) for tp, f in folders])
@@ -223,12 +250,17 @@ class LogManager:
     # -- lookup ------------------------------------------------------------------------
 
     def open_files(self) -> int:
-        """The descriptors the logs hold (``descriptors.FILES_PER_SEGMENT`` a segment)."""
-        return sum(log.open_files for _, log in self.logs())
+        """The descriptors the logs' segments hold now (``descriptors.FILES_PER_SEGMENT``
+        an open segment; with a bound, only the recently used segments are open)."""
+        return self.files.held
+
+    def set_open_files_max(self, max_files: int | None) -> None:
+        """A new ``log.open.files.max`` (-1 or None: no bound), in force at once."""
+        self.files.max_files = _bound(max_files)
 
     def file_budget(self) -> FileBudget:
-        """The logs' descriptors against the open files limit, now."""
-        return FileBudget(open_files_limit(), self.open_files())
+        """The logs' descriptors against the open files limit and the bound, now."""
+        return FileBudget(open_files_limit(), self.open_files(), self.files.max_files)
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
@@ -296,7 +328,11 @@ class LogManager:
                 except OSError as exc:
                     raise LogStorageError(f"{directory}: cannot create: {exc}") from exc
                 log = PartitionLog.open(
-                    directory, config or self.default_config, recover=False, now_ms=now
+                    directory,
+                    config or self.default_config,
+                    recover=False,
+                    now_ms=now,
+                    files=self.files,
                 )
             except BaseException:
                 if made:  # nothing of a log that could not be made stays behind
@@ -503,6 +539,9 @@ class LogManager:
                 continue  # no marker: the next start recovers this dir
             entries = {tp: log.checkpoint_values() for tp, log in mine}
             try:
+                # The logs' producer-state snapshots, written unsynced: one sync for all
+                # (of every filesystem: Python has no syncfs), before the marker.
+                os.sync()
                 write_dir_checkpoints(log_dir, entries)
                 (log_dir / CLEAN_SHUTDOWN_FILE).touch()
                 fsync_dir(log_dir)
@@ -517,7 +556,7 @@ class LogManager:
 def _close_one(tp: TopicPartition, log: PartitionLog) -> bool:
     """Close a log without its own checkpoint file; False if it failed or is offline."""
     try:
-        log.close(checkpoint=False)
+        log.close(checkpoint=False, sync_snapshot=False)
     except LogError as exc:
         logger.error("%s-%d: close failed: %s", tp[0], tp[1], exc)
         return False

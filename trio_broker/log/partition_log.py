@@ -39,6 +39,7 @@ from .index.transactions import collect
 from .loader import load_segments
 from .log_core import LogCore
 from .log_view import LogView, SegmentGone, max_timestamp_in, offset_for_timestamp, read_batches
+from .open_files import OpenFiles
 from .results import AppendInfo, ReadInfo
 from .segment import LogSegment, SegmentDamaged, batches_from, headers_from
 from .swap import (
@@ -66,6 +67,7 @@ class PartitionLog(LogCore):
         recover: bool,
         now_ms: int,
         checkpoint: PartitionCheckpoint | None = None,
+        files: OpenFiles | None = None,
     ) -> PartitionLog:
         """Load (or create) the log in ``directory``.
 
@@ -73,11 +75,18 @@ class PartitionLog(LogCore):
         after the recovery point and cuts a torn or corrupt tail. ``checkpoint`` is the
         log dir's clean-shutdown checkpoint of the partition (``dir_checkpoints``): given,
         it is used instead of ``partition.checkpoint``, which is not rewritten at load.
+        ``files``: the LRU of open segment files its segments join (None: they keep their
+        files open until closed).
         """
         directory = Path(directory)
         try:
             loaded = load_segments(
-                directory, config, recover=recover, now_ms=now_ms, checkpoint=checkpoint
+                directory,
+                config,
+                recover=recover,
+                now_ms=now_ms,
+                checkpoint=checkpoint,
+                files=files,
             )
             fsync_dir(directory)
         except OSError as exc:
@@ -91,6 +100,7 @@ class PartitionLog(LogCore):
             loaded.stats,
             now_ms,
             checkpoint,
+            files,
         )
         try:
             if checkpoint is None and (log._checkpointed is not None or log._log_end > 0):
@@ -432,11 +442,15 @@ class PartitionLog(LogCore):
                     return False
                 bases = [s.base_offset for s in old]
                 end = self._segments[i + len(old)].base_offset
+                for segment in old:  # not to be reopened under their names, soon the copy's
+                    segment.close()  # (readers' handles keep the old data; new ones retry)
                 write_cleaned_txn_index(self.directory, base, self._txn.of_segments(bases))
                 commit_cleaned(self.directory, base)
                 remove_replaced(self.directory, bases[1:])
                 install_swap(self.directory, base)
-                new, sane = LogSegment.open_existing(self.directory, base, self._config, now_ms)
+                new, sane = LogSegment.open_existing(
+                    self.directory, base, self._config, now_ms, self._files
+                )
                 if not (sane and new.load_sealed(end)):
                     new.rebuild(verify_crc=False, min_offset=new.base_offset)
                     new.next_offset = max(new.next_offset, end)
@@ -445,8 +459,6 @@ class PartitionLog(LogCore):
             self._segments[i : i + len(old)] = [new]
             self._txn.merged(bases, base)
             self._segments_changed()
-            for segment in old:  # their files are gone; readers' handles keep the old data
-                segment.close()
             return True
 
     def _group_index(self, group: Sequence[LogSegment]) -> int | None:
@@ -549,7 +561,9 @@ class PartitionLog(LogCore):
             for gone in reversed(self._segments):
                 gone.delete()
             self._segments.clear()
-            self._segments.append(LogSegment.create(self.directory, offset, self._config, now_ms))
+            self._segments.append(
+                LogSegment.create(self.directory, offset, self._config, now_ms, files=self._files)
+            )
             _clamp_first_dirty(self.directory, offset)
             fsync_dir(self.directory)
         except OSError as exc:

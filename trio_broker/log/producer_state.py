@@ -3,7 +3,9 @@
 Owns: for every producer id seen in the partition, its epoch and the metadata of its last
 five batches (sequence range and offsets); the sequence checks an append must pass; and
 snapshots of that state (``<20-digit offset>.snapshot``, JSON with a CRC-32C, written to a
-temporary file and renamed) from which a restart replays only the log after the snapshot.
+temporary file and renamed; fsynced with its folder, or at shutdown left to the log
+manager's one sync; none when the newest is already at the offset) from which a restart
+replays only the log after the snapshot; the list of them is read once and then kept.
 
 The rules, as Kafka's: a batch from an older epoch is INVALID_PRODUCER_EPOCH; a new epoch
 must start at sequence 0; within an epoch a batch must follow the last one's sequence, or
@@ -38,7 +40,7 @@ import crc32c
 from ..protocol.errors import ErrorCode
 from ..records.control import EndTxnMarker
 from ..records.header import BatchHeader
-from .files import fsync_dir
+from .files import fsync_dir, write_synced, write_unsynced
 
 CACHED_BATCHES = 5
 NO_SEQUENCE = -1
@@ -120,6 +122,9 @@ class ProducerStateManager:
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}  # producer id -> its open transaction's first offset
+        # The offsets of the snapshot files, listed once and then kept as they are written
+        # and deleted here (nothing else writes them).
+        self._snapshots: list[int] | None = None
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -312,16 +317,26 @@ class ProducerStateManager:
     # -------------------------------------------------------------- snapshots
 
     def snapshot_offsets(self) -> list[int]:
-        offsets = []
-        for name in os.listdir(self.directory):
-            if name.endswith(SNAPSHOT_SUFFIX):
-                stem = name[: -len(SNAPSHOT_SUFFIX)]
-                if stem.isdigit():
-                    offsets.append(int(stem))
-        return sorted(offsets)
+        if self._snapshots is None:
+            offsets = []
+            for name in os.listdir(self.directory):
+                if name.endswith(SNAPSHOT_SUFFIX):
+                    stem = name[: -len(SNAPSHOT_SUFFIX)]
+                    if stem.isdigit():
+                        offsets.append(int(stem))
+            self._snapshots = sorted(offsets)
+        return list(self._snapshots)
 
-    def take_snapshot(self, offset: int) -> None:
-        """Write the state as of ``offset`` (the next offset to be appended)."""
+    def take_snapshot(self, offset: int, *, sync: bool = True) -> bool:
+        """Write the state as of ``offset`` (the next offset to be appended); False, and
+        nothing written, when the newest snapshot is already at ``offset`` (nothing was
+        appended since: Kafka's rule too). ``sync`` False leaves the fsync of the file and
+        its folder to the caller (the log manager's one ``os.sync`` at shutdown, before
+        the clean-shutdown marker): a snapshot torn by a crash before it is deleted at load
+        and the state replayed from the one before, as for any damaged snapshot."""
+        known = self.snapshot_offsets()
+        if known and known[-1] == offset:
+            return False
         body = json.dumps(
             {
                 "version": 2,
@@ -354,14 +369,17 @@ class ProducerStateManager:
         text = json.dumps({"crc": crc32c.crc32c(body.encode()), "body": body})
         path = self.directory / snapshot_name(offset)
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        if sync:
+            write_synced(tmp, text.encode())
+        else:
+            write_unsynced(tmp, text.encode())
         os.replace(tmp, path)
-        fsync_dir(self.directory)
+        if sync:
+            fsync_dir(self.directory)
+        self._snapshots = sorted({*known, offset})
         for old in self.snapshot_offsets()[:-KEEP_SNAPSHOTS]:
             self._delete_snapshot(old)
+        return True
 
     def load_latest(self, max_offset: int) -> int | None:
         """Load the newest sound snapshot at or below ``max_offset``; returns its offset.
@@ -414,3 +432,5 @@ class ProducerStateManager:
     def _delete_snapshot(self, offset: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.directory / snapshot_name(offset))
+        if self._snapshots is not None and offset in self._snapshots:
+            self._snapshots.remove(offset)

@@ -9,8 +9,10 @@ Kafka's rule (an entry once more than ``index.interval.bytes`` were written sinc
 locating the batch that holds an offset (index, then a walk of batch headers), loading
 at start-up (trusting the files, or recovering: CRC-checking every batch, cutting a bad
 tail and rebuilding the indexes), cutting it at a batch boundary (a replica's truncation)
-and deleting its files. It must not decide when to roll,
-flush or delete: the partition log does, holding its lock.
+and deleting its files. Its descriptors are ``segment_files``': every method here that
+uses them runs inside ``opened`` (the LRU of open files may have closed them since), and an
+unflushed segment the LRU closed keeps its ``dirty`` state and reopens to fsync. It must
+not decide when to roll, flush or delete: the partition log does, holding its lock.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from trio_broker.records.stamping import StampedRecords
 
 from .config import LogConfig
 from .errors import CorruptIndex
-from .handles import FileHandle, SharedFile
+from .handles import SharedFile
 from .index.sparse import OffsetIndex, TimeIndex
 from .index.transactions import txn_index_path
+from .open_files import OpenFiles
 from .scan import BatchScanner, pread_exact, read_header
+from .segment_files import SegmentFiles, with_files
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -78,7 +82,7 @@ class PendingAppend:
     batches: int
 
 
-class LogSegment:
+class LogSegment(SegmentFiles):
     """A segment file plus its indexes; all mutation happens under the partition lock."""
 
     def __init__(
@@ -90,12 +94,11 @@ class LogSegment:
         time_index: TimeIndex,
         config: LogConfig,
         created_ms: int,
+        files: OpenFiles | None = None,
     ) -> None:
+        super().__init__(log, offset_index, time_index, files)
         self.directory = directory
         self.base_offset = base_offset
-        self._log = log
-        self.offset_index = offset_index
-        self.time_index = time_index
         self._interval = config.index_interval_bytes
         self._index_bytes = config.segment_index_bytes
         self.created_ms = created_ms
@@ -107,6 +110,7 @@ class LogSegment:
         self.first_batch_timestamp: int | None = None
         self._bytes_since_index = 0
         self.dirty = False
+        self._join_lru()
 
     # -- files ---------------------------------------------------------------------------
 
@@ -125,21 +129,15 @@ class LogSegment:
     def log_path(self) -> Path:
         return self.paths(self.directory, self.base_offset)[0]
 
-    @property
-    def fd(self) -> int:
-        return self._log.fd
-
-    @property
-    def shared_file(self) -> SharedFile:
-        return self._log
-
-    def acquire(self) -> FileHandle | None:
-        """A reference to the log file for reading; None once the segment is gone."""
-        return self._log.acquire()
-
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, suffix: str = ""
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        suffix: str = "",
+        files: OpenFiles | None = None,
     ) -> LogSegment:
         log_path, index_path, time_path = cls.paths(directory, base_offset, suffix)
         flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
@@ -155,13 +153,19 @@ class LogSegment:
             os.close(fd)
             oi.close()
             raise
-        seg = cls(directory, base_offset, SharedFile(fd, str(log_path)), oi, ti, config, now_ms)
+        shared = SharedFile(fd, str(log_path))
+        seg = cls(directory, base_offset, shared, oi, ti, config, now_ms, files)
         seg.dirty = True
         return seg
 
     @classmethod
     def open_existing(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        files: OpenFiles | None = None,
     ) -> tuple[LogSegment, bool]:
         """Open the files as they are; returns the segment and whether its indexes are sane.
 
@@ -201,6 +205,7 @@ class LogSegment:
             ti,
             config,
             now_ms,
+            files,
         )
         seg.size = st.st_size
         seg.last_modified_ms = int(st.st_mtime * 1000)
@@ -255,24 +260,26 @@ class LogSegment:
             placed.append((position, h))
             position += h.size
         pending = self._plan(placed, position)
-        try:
-            self.dirty = True
-            _pwritev_all(self.fd, stamped.parts, self.size)
-            self.offset_index.write(pending.offset_entries)
-            self.time_index.write(pending.time_entries)
-        except OSError as exc:
+        with self.opened():
             try:
-                self.rollback()
-            except OSError as rollback_exc:
-                raise SegmentDamaged(f"{self.log_path}: rollback failed") from rollback_exc
-            raise exc from None
+                self.dirty = True
+                _pwritev_all(self.fd, stamped.parts, self.size)
+                self.offset_index.write(pending.offset_entries)
+                self.time_index.write(pending.time_entries)
+            except OSError as exc:
+                try:
+                    self.rollback()
+                except OSError as rollback_exc:
+                    raise SegmentDamaged(f"{self.log_path}: rollback failed") from rollback_exc
+                raise exc from None
         return pending
 
     def rollback(self) -> None:
         """Truncate the file and indexes back to what is committed."""
-        os.ftruncate(self.fd, self.size)
-        self.offset_index.rollback()
-        self.time_index.rollback()
+        with self.opened():
+            os.ftruncate(self.fd, self.size)
+            self.offset_index.rollback()
+            self.time_index.rollback()
 
     def commit(self, pending: PendingAppend, now_ms: int | None = None) -> None:
         self.offset_index.commit(pending.offset_entries)
@@ -291,19 +298,23 @@ class LogSegment:
         last = self.time_index.last_entry()
         if self.max_timestamp > (last[0] if last else -1):
             entry = [(self.max_timestamp, self.offset_of_max_timestamp)]
-            try:
-                self.time_index.write(entry)
-            except OSError:
-                self.time_index.rollback()
-                raise
+            with self.opened():
+                try:
+                    self.time_index.write(entry)
+                except OSError:
+                    self.time_index.rollback()
+                    raise
             self.time_index.commit(entry)
             self.dirty = True
 
     def flush(self) -> None:
+        """fsync what was written since the last flush; a segment the LRU closed in the
+        meantime is opened again for it (its writes are in the page cache)."""
         if self.dirty:
-            os.fsync(self.fd)
-            self.offset_index.flush()
-            self.time_index.flush()
+            with self.opened():
+                os.fsync(self.fd)
+                self.offset_index.flush()
+                self.time_index.flush()
             self.dirty = False
 
     # -- decisions the log asks about ----------------------------------------------------
@@ -353,6 +364,7 @@ class LogSegment:
 
     # -- loading -------------------------------------------------------------------------
 
+    @with_files
     def load_tail(self) -> bool:
         """Restore in-memory state from sane indexes and a walk of the last batches.
 
@@ -388,6 +400,7 @@ class LogSegment:
         self._bytes_since_index = self.size - (last_index[1] if last_index else 0)
         return True
 
+    @with_files
     def load_sealed(self, next_segment_base: int) -> bool:
         """Restore the state of a rolled segment from its indexes alone: ``seal`` left its
         max timestamp as the last time index entry. Falls back to ``load_tail``."""
@@ -400,6 +413,7 @@ class LogSegment:
         self.first_batch_timestamp = first.max_timestamp if first else None
         return True
 
+    @with_files
     def rebuild(self, *, verify_crc: bool, min_offset: int) -> tuple[bool, int, int]:
         """Walk the whole file, rebuilding both indexes and the in-memory state.
 
@@ -453,6 +467,7 @@ class LogSegment:
 
     # -- truncation ----------------------------------------------------------------------
 
+    @with_files
     def cut_point(self, offset: int) -> tuple[int, int]:
         """Where the segment ends once every batch with an offset at or after ``offset``
         is gone: (byte position, next offset). The next offset is the base offset when no
@@ -470,6 +485,7 @@ class LogSegment:
                 return position, end_offset
         return 0, self.base_offset
 
+    @with_files
     def truncate(self, position: int) -> None:
         """Cut the file at ``position`` (a batch boundary, ``cut_point``), rebuild both
         indexes by a walk and fsync. Concurrent readers of an older view read less."""
@@ -482,12 +498,6 @@ class LogSegment:
         self.flush()
 
     # -- end of life ---------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Drop the segment's own references; readers' handles keep the log fd open."""
-        self.offset_index.close()
-        self.time_index.close()
-        self._log.retire()
 
     def delete(self) -> None:
         """Close and unlink the files (data stays readable through open handles)."""
@@ -508,17 +518,18 @@ def _scan_from(
     for seg in segments:
         if seg.next_offset <= offset or seg.size == 0:
             continue
-        scanner = BatchScanner(
-            seg.fd,
-            start=0,
-            end=seg.size,
-            segment_base_offset=seg.base_offset,
-            min_offset=0,
-            verify_crc=False,
-        )
-        for position, header in scanner:
-            if header.last_offset >= offset:
-                yield seg, position, header
+        with seg.opened():
+            scanner = BatchScanner(
+                seg.fd,
+                start=0,
+                end=seg.size,
+                segment_base_offset=seg.base_offset,
+                min_offset=0,
+                verify_crc=False,
+            )
+            for position, header in scanner:
+                if header.last_offset >= offset:
+                    yield seg, position, header
 
 
 def headers_from(segments: Iterable[LogSegment], offset: int) -> Iterator[BatchHeader]:

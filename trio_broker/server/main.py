@@ -13,7 +13,11 @@ apply). ``GET /v1/config`` shows which layer set each key.
 A failure the user can fix (a bad key or value, an unloadable TLS file, a port in use, a
 log directory held by another broker or not writable) stops start-up with one line on
 stderr and exit status 2; ``--debug`` (or ``--log-level DEBUG``) adds the traceback.
-SIGTERM and SIGINT start a graceful shutdown; the process exits 0 once it is done.
+SIGTERM and SIGINT start a graceful shutdown; the process exits 0 once it is done. The
+command (``run``) then leaves without the interpreter's teardown (``os._exit`` after
+flushing the log and stdio): what the broker must leave on disk is written and synced by
+then, and freeing its objects one by one took about a second a 5,000 partitions.
+``main`` itself returns, for callers in-process.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 import trio
 
@@ -89,6 +94,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run() -> NoReturn:
+    """The ``trio-broker`` command and ``python -m trio_broker``: ``main``, then exit at
+    once with its status (an exception still propagates, with its traceback)."""
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _fail(line: str, exc: BaseException, debug: bool) -> int:
     """Exit status 2 with one line on stderr (after the traceback with ``--debug``)."""
     if debug:
@@ -116,4 +131,4 @@ async def serve(config: object) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

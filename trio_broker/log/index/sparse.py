@@ -9,7 +9,9 @@ Kafka index after trimming); a copy lives in memory as arrays for bisection.
 Writes are two-phase: ``write`` puts entries in the file, ``commit`` makes them visible to
 lookups, ``rollback`` truncates the file back. Only the log's writer (holding the partition
 lock) writes; readers bisect the arrays concurrently, bounded by the array appended last.
-It must not read the log file itself.
+Lookups never touch the file, so its descriptor may be closed (``close``) while the segment
+is not written and opened again (``reopen``) for the next write or fsync. It must not read
+the log file itself.
 """
 
 from __future__ import annotations
@@ -97,6 +99,13 @@ class _IndexFile:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def reopen(self) -> None:
+        """Open the file again after ``close`` (never creating it): the entries stay as
+        they are in memory, and a write not yet fsynced is fsynced through the new
+        descriptor (Linux syncs the file, whichever descriptor wrote it)."""
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
 
 
 class OffsetIndex(_IndexFile):

@@ -22,6 +22,7 @@ from .configdef import (
 from .keys_cleaner import CLEANER_KEYS
 from .keys_replication import REPLICATION_KEYS
 from .keys_security import SECURITY_KEYS
+from .keys_storage import STORAGE_KEYS
 from .keys_transactions import TRANSACTION_KEYS
 from .syntax import (
     BOOL,
@@ -161,6 +162,7 @@ _KEYS = [
         "Threads per log dir that load its partitions at start-up and close them at shutdown.",
         POOL_SIZE,
     ),
+    *STORAGE_KEYS,
     define(
         "queued.max.requests",
         INT,

@@ -116,9 +116,13 @@ class ReplicaManager:
 
     @config.setter
     def config(self, new: BrokerConfig) -> None:
-        """The running config; a changed ``background.threads`` applies at once."""
+        """The running config; a changed ``background.threads`` or ``log.open.files.max``
+        applies at once."""
         self._config = new
         self.background.total_tokens = new["background.threads"]
+        logs: LogManager | None = getattr(self, "logs", None)  # (None in __init__)
+        if logs is not None:
+            logs.set_open_files_max(new["log.open.files.max"])
 
     # ------------------------------------------------------------- life cycle
 
@@ -127,7 +131,8 @@ class ReplicaManager:
         configs = {t.name: log_config_for(self.config, t.configs) for t in topics}
         dirs, default = list(self.config.log_dirs), log_config_for(self.config, {})
         threads = self.config["num.recovery.threads.per.data.dir"]
-        self.logs = LogManager(dirs, default, topic_configs=configs, recovery_threads=threads)
+        files = self.config["log.open.files.max"]
+        self.logs = LogManager(dirs, default, configs, recovery_threads=threads, max_files=files)
         for t in topics:
             if self.cluster.authoritative:  # the controller says which logs are held here
                 self._note_topic_configs(t)
