@@ -2,7 +2,10 @@
 target is a paused broker (SIGSTOP: its TCP connections hang, nothing answers) completes
 once the controller has moved that leadership, and a coordinator that takes over a
 prepared transaction writes its markers and COMPLETE_COMMIT without waiting for the old
-coordinator's broker. Real ZooKeeper, real broker processes, confluent-kafka's
+coordinator's broker (the transaction is held in PREPARE_COMMIT by a min.insync.replicas
+above the replication factor, which every marker append refuses with NOT_ENOUGH_REPLICAS,
+until the test lowers it again). Both fail with markers sent to each leader in turn, with
+no deadline but the channel's 30 s and no watch on the leadership. Real ZooKeeper, real broker processes, confluent-kafka's
 transactional producer and read_committed consumer."""
 
 from __future__ import annotations
@@ -11,13 +14,20 @@ import itertools
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 from kazoo.client import KazooClient
 
 from ..support.brokers import BrokerProcess
@@ -69,10 +79,13 @@ class Committer:
             {
                 "bootstrap.servers": servers,
                 "transactional.id": transactional_id,
-                # A paused leader answers nothing: learn the new one soon, and give up a
-                # request to the old one within the bound the test holds the broker to.
+                # A paused broker answers nothing: learn the new leaders soon, and give
+                # up a request to the paused one (produce: request.timeout.ms; to the
+                # transaction coordinator: socket.timeout.ms, 60 s by default) within
+                # the bound the test holds the brokers to.
                 "topic.metadata.refresh.interval.ms": 1000,
                 "request.timeout.ms": 5000,
+                "socket.timeout.ms": 5000,
             }
         )
         self.p.init_transactions(60)
@@ -188,3 +201,114 @@ def test_a_commit_completes_on_the_new_leader_while_a_marker_target_is_paused(
         )
     finally:
         stop_all(brokers)
+
+
+def txn_state(b: BrokerProcess, transactional_id: str) -> str | None:
+    """The id's state at ``b``'s coordinator (None: not held there)."""
+    assert b.admin_url is not None
+    listing = httpx.get(f"{b.admin_url}/v1/transactions", timeout=10).json()["transactions"]
+    states = [t["state"] for t in listing if t["transactional_id"] == transactional_id]
+    return states[0] if states else None
+
+
+def set_min_insync(admin: AdminClient, topic: str, value: int) -> None:
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry(
+                "min.insync.replicas", str(value), incremental_operation=AlterConfigOpType.SET
+            )
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def test_b_a_new_coordinator_completes_a_prepared_commit_without_the_old_one(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    connect, client = zk
+    brokers = start(tmp_path, connect, [0, 1, 2], ADMIN)
+    try:
+        servers = bootstrap(brokers)
+        admin = AdminClient({"bootstrap.servers": servers})
+        config = {"min.insync.replicas": "2"}
+        admin.create_topics([NewTopic("orders", PARTITIONS, 3, config=config)])["orders"].result(30)
+        until(
+            "each partition led",
+            lambda: all(leader_of(client, "orders", q) >= 0 for q in range(PARTITIONS)),
+        )
+        app = Committer(servers, "orders-app")
+        assert app.one()
+        old = leader_of(client, TXN_STATE, 0)
+        assert old in {leader_of(client, "orders", q) for q in range(PARTITIONS)}
+
+        # The transaction's records are written; then no partition can take a marker (more
+        # in-sync replicas asked than there are), so the commit stays PREPARE_COMMIT.
+        values = [b"held-%d" % q for q in range(PARTITIONS)]
+        app.p.begin_transaction()
+        for q, v in enumerate(values):
+            app.p.produce("orders", value=v, partition=q)
+        assert app.p.flush(30) == 0
+        set_min_insync(admin, "orders", 4)
+        outcome: list[Any] = []
+        committing = threading.Thread(target=lambda: outcome.append(commit(app.p)))
+        committing.start()
+        until(
+            "PREPARE_COMMIT written",
+            lambda: txn_state(brokers[old], "orders-app") == "PrepareCommit",
+        )
+
+        # Its coordinator stops answering; another broker takes over __transaction_state
+        # and reads the PREPARE_COMMIT back.
+        pause(brokers[old])
+        paused_at = time.monotonic()
+        until(
+            "another coordinator",
+            lambda: leader_of(client, TXN_STATE, 0) not in (-1, old),
+            timeout=SESSION_MS / 1000 + 30,
+        )
+        new = leader_of(client, TXN_STATE, 0)
+        until(
+            "the prepared commit loaded",
+            lambda: txn_state(brokers[new], "orders-app") == "PrepareCommit",
+        )
+        took_over_s = time.monotonic() - paused_at
+        live = AdminClient({"bootstrap.servers": bootstrap({new: brokers[new]})})
+        set_min_insync(live, "orders", 2)
+        released_at = time.monotonic()
+        until(
+            "COMPLETE_COMMIT written by the new coordinator",
+            lambda: txn_state(brokers[new], "orders-app") == "CompleteCommit",
+            timeout=MAX_GAP_S,
+        )
+        completed_s = time.monotonic() - released_at
+        committing.join(90)
+        assert outcome == [None], outcome  # committed, no fatal error
+        given_up = coordinator_figures(brokers[new])["marker_sends_given_up"]
+        resume(brokers[old])
+
+        servers = bootstrap(brokers)
+        got = read(servers, "orders", PARTITIONS, "read_committed")
+        assert sorted(got) == sorted(app.committed + values)
+        print(
+            f"new coordinator took over {took_over_s:.1f} s after the pause; markers and "
+            f"COMPLETE_COMMIT {completed_s:.1f} s after they could be written; sends given "
+            f"up: {given_up}; errors seen: {[str(e) for e in app.errors]}"
+        )
+    finally:
+        stop_all(brokers)
+
+
+def commit(p: Producer) -> Any:
+    """commit_transaction, retried while its error is retriable: None, or the error."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            p.commit_transaction(30)
+            return None
+        except KafkaException as e:
+            error = e.args[0]
+            if error.fatal() or not error.retriable() or time.monotonic() > deadline:
+                return error
