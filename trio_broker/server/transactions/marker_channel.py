@@ -9,8 +9,8 @@ to one leader go one at a time over its connection; a leader that cannot be reac
 a connection that breaks, answers every partition NOT_LEADER_OR_FOLLOWER, which the
 coordinator retries once the cluster view has moved on. A request its caller gives up
 (``MarkerWriter``: the leadership moved) drops the connection, whose next answer would
-belong to that request. A coordinator that cannot be
-reached answers COORDINATOR_NOT_AVAILABLE for the partitions a leader asked to add.
+belong to that request. A coordinator that cannot be reached answers
+COORDINATOR_NOT_AVAILABLE for the partitions a leader asked to add.
 """
 
 from __future__ import annotations
