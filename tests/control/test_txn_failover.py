@@ -190,6 +190,11 @@ def test_a_commit_completes_on_the_new_leader_while_a_marker_target_is_paused(
         assert gap < MAX_GAP_S, (gap, app.errors)
         given_up = coordinator_figures(brokers[coordinator])["marker_sends_given_up"]
         assert given_up["moved"] >= 1, given_up
+        url = brokers[coordinator].admin_url
+        text = httpx.get(f"{url}/metrics", timeout=10).text
+        counter = 'kafka_transaction_coordinator_marker_sends_given_up_total{reason="moved"} '
+        (line,) = [line for line in text.splitlines() if line.startswith(counter)]
+        assert float(line.removeprefix(counter)) >= given_up["moved"]
 
         servers = bootstrap(brokers)
         got = read(servers, "orders", PARTITIONS, "read_committed")
