@@ -406,6 +406,9 @@ def test_the_admin_api_and_metrics_show_transactions(tmp_path: Path) -> None:
             text = http.get("/metrics").text
             assert 'kafka_log_last_stable_offset_lag{partition="0",topic="seen"} 1.0' in text
             assert 'kafka_transaction_coordinator_aborts_total{reason="client"} 1.0' in text
+            # on its own a broker sends no markers to others: none given up
+            given_up = "kafka_transaction_coordinator_marker_sends_given_up_total"
+            assert f'{given_up}{{reason="moved"}} 0.0' in text
         p.commit_transaction(15)
     finally:
         b.stop()

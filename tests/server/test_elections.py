@@ -41,6 +41,28 @@ def test_a_round_elects(state, live, stopping, expected) -> None:  # type: ignor
     assert elect(state, [0, 1, 2], live, E, stopping) == expected
 
 
+WAIT_CASES = [
+    # (state, live, restarted, expected) while the controller waits (a young registration)
+    ("leader not back yet", S(0, 3, 0, 1, 2), {1: 0}, (), None),
+    ("follower not back yet", S(0, 3, 0, 1, 2), {0: 0, 1: 0}, (), None),
+    ("all back", S(0, 3, 0, 1, 2), LIVE3, (), None),
+    ("leader restarted", S(0, 3, 0, 1, 2), {1: 0, 2: 0}, {0}, LeaderIsr(1, 4, (1, 2), E)),
+    ("new partition", None, {1: 0}, (), LeaderIsr(1, 0, (1,), E)),
+]
+
+
+@pytest.mark.parametrize(
+    ("state", "live", "restarted", "expected"),
+    [pytest.param(*c[1:], id=c[0]) for c in WAIT_CASES],
+)
+def test_a_young_controller_waits_for_the_brokers_registered_before_it(  # type: ignore[no-untyped-def]
+    state, live, restarted, expected
+) -> None:
+    assert elect(state, [0, 1, 2], live, E, (), True, restarted) == expected
+    if state is not None and expected is None and live != LIVE3:
+        assert elect(state, [0, 1, 2], live, E) is not None  # not waiting: it would change
+
+
 DECIDE_CASES = [
     ("preferred back", 0, S(1, 3, 0, 1), {0, 1, 2}, LeaderIsr(0, 4, (0, 1), E)),
     ("preferred leads", 0, S(0, 3, 0, 1), {0, 1, 2}, ErrorCode.ELECTION_NOT_NEEDED),

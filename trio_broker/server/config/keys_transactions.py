@@ -1,5 +1,6 @@
 """The transaction coordinator's part of the broker's key table: Kafka's
-``transaction.*`` and ``transactional.id.*`` settings.
+``transaction.*`` and ``transactional.id.*`` settings, and ``request.timeout.ms``
+(what its WriteTxnMarkers requests to the partition leaders wait).
 
 Owns: ``TRANSACTION_KEYS``, which ``keys`` splices into the table in documentation
 order. Kept apart only so that each file of the key table stays readable.
@@ -74,6 +75,16 @@ TRANSACTION_KEYS: list[ConfigKey] = [
         3600000,
         "How often the coordinator looks for transactional ids past "
         "transactional.id.expiration.ms.",
+        POSITIVE,
+    ),
+    define(
+        "request.timeout.ms",
+        INT,
+        30000,
+        "How long the transaction coordinator waits for a partition leader's answer to "
+        "WriteTxnMarkers (Kafka's broker key, which its TransactionMarkerChannelManager "
+        "uses); past it, or once the controller has moved that partition's leadership, "
+        "the markers are sent again to the partition's current leader.",
         POSITIVE,
     ),
 ]

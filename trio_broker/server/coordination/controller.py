@@ -6,7 +6,8 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
 ``/brokers/topics`` and every partition's state node) and then, as Kafka's controller:
 
 - gives every partition without a state a leader (its first live replica) and an ISR
-  (its live replicas), at leader epoch 0;
+  (its live replicas), at leader epoch 0; leaves alone, for ``grace``, a partition whose
+  leader or ISR names an unregistered broker (``elections.held``);
 - takes a dead follower out of its partitions' ISR, with the next leader epoch;
 - moves the leadership of a partition whose leader died to the first live replica of its
   ISR, with the next leader epoch; with none left the partition is offline (leader -1:
@@ -18,20 +19,19 @@ Owns: ``ZkController``. While this broker is controller (from ``on_controller`` 
   live broker, over the receivers' control-plane listener, else their inter-broker one
   (``network.PeerClient``, with that listener's TLS and SASL: ``server.access.inter_broker``);
 
-then waits until a broker or a topic comes or goes, a topic's assignment changes (a data
-watch on each ``/brokers/topics/<t>``, as Kafka's: CreatePartitions' new partitions get
-leaders and their replicas a LeaderAndIsr at once), or a leader changes an ISR (its
-notification under ``/isr_change_notification``: the round reads the state again and
-tells every broker), or an ``ElectionOrder`` is submitted (``controller_requests``: the
-round carries it out after its own elections, rules in ``elections``), or a
-``ReassignOrder`` (AlterPartitionReassignments: ``reassignment`` begins it, then tells and
-completes each partition's move round by round). A broker in
-controlled shutdown (``shut_down``) is elected nowhere and leaves every ISR; instead of
-LeaderAndIsr for the partitions it follows it gets StopReplica (logs kept), so that it
-stops fetching. A state write refused for its version (a leader's ISR change since the
-round read it) is left for the next round, a second later. A receiver refuses a deposed
-controller's requests by their older epoch; one that cannot be reached is retried
-(``RETRY_S``) until it answers or the next round begins.
+then waits until a broker or a topic comes or goes, a topic's assignment changes (a data watch
+on each ``/brokers/topics/<t>``, as Kafka's: CreatePartitions' new partitions get leaders and
+their replicas a LeaderAndIsr at once), or a leader changes an ISR (its notification under
+``/isr_change_notification``: the round reads the state again and tells every broker), or an
+``ElectionOrder`` is submitted (``controller_requests``: the round carries it out after its own
+elections, rules in ``elections``), or a ``ReassignOrder`` (AlterPartitionReassignments:
+``reassignment`` begins it, then tells and completes each partition's move round by round). A
+broker in controlled shutdown (``shut_down``) is elected nowhere and leaves every ISR; instead
+of LeaderAndIsr for the partitions it follows it gets StopReplica (logs kept), so that it stops
+fetching. A state write refused for its version (a leader's ISR change since the round read it)
+is left for the next round, a second later. A receiver refuses a deposed controller's requests
+by their older epoch; one that cannot be reached is retried (``RETRY_S``) until it answers or
+the next round begins.
 """
 
 from __future__ import annotations
@@ -74,11 +74,13 @@ class ZkController:
         broker_id: int,
         peers: PeerListener,
         control_plane: str | None = None,
+        grace: Callable[[], float] = lambda: 0.0,
     ) -> None:
-        """``peers``: the listener the brokers are told on (the control plane's, else the
-        inter-broker one); ``control_plane``: ``control.plane.listener.name``, which
-        UpdateMetadata leaves out of the endpoints it tells (clients never see it)."""
+        """``peers``: the listener brokers are told on (the control plane's, else the
+        inter-broker one); ``control_plane``: ``control.plane.listener.name``, left out of
+        UpdateMetadata's endpoints (clients never see it); ``grace``: ``elections.held``."""
         self.session = session
+        self.grace = grace
         self.broker_id = broker_id
         self.peers = peers
         self.control_listener = peers.name
@@ -99,6 +101,7 @@ class ZkController:
         # watch fires, an ISR change names it or a write to it was refused (``_stale``).
         self._read: dict[str, tuple[TopicView, trio.Event, Callable[[], Awaitable[None]]]] = {}
         self._stale: set[str] = set()
+        self._bounced: set[int] = set()  # registered again this round (``_registrations``)
 
     def submit_reassignment(self, order: ReassignOrder) -> None:
         """Have the next round begin (or cancel) the order's reassignments."""
@@ -146,6 +149,7 @@ class ZkController:
             live = await self._registrations(ids)
             await self._forget_shut_down(live)
             joined = [b for b in live if b not in self.live]
+            grace = self.grace()
             topics: dict[str, TopicView] = {}
             changed: set[tuple[str, int]] = set()
             refused = False  # a state write lost to a leader's ISR change: read again
@@ -162,7 +166,8 @@ class ZkController:
                     continue  # deleted meanwhile: the next round sees it gone
                 assignments_changed.append(assignment_changed)
                 for p, replicas in view.replicas.items():
-                    new = elect(view.states.get(p), replicas, live, epoch, self.shutting_down)
+                    state, down = view.states.get(p), self.shutting_down
+                    new = elect(state, replicas, live, epoch, down, grace > 0, self._bounced)
                     if new is not None:
                         if await self._write_state(name, p, view, new):
                             changed.add((name, p))
@@ -228,7 +233,8 @@ class ZkController:
                 nursery.start_soon(self._send_all, sends, sent)
                 waits = [brokers_changed, topics_changed, isr_changed, self._poked.wait]
                 waits += assignments_changed
-                await _first_of(*waits, *([functools.partial(trio.sleep, RETRY_S)] * refused))
+                waits += [functools.partial(trio.sleep, RETRY_S)] * refused
+                await _first_of(*waits, *([functools.partial(trio.sleep, grace)] * (grace > 0)))
                 nursery.cancel_scope.cancel()  # the next round tells them the news
 
     async def _carry_out(
@@ -320,6 +326,7 @@ class ZkController:
         told by its broker epoch). It counts as dead for this round, so its partitions get
         leaders and ISRs without it, and as joined in the next, at once (``_poked``)."""
         live: dict[int, layout.Registration] = {}
+        self._bounced = set()
         for broker in map(int, ids):
             found = await self.session.get(layout.broker_path(broker))
             owner = await self.session.owner(layout.broker_path(broker))
@@ -328,6 +335,7 @@ class ZkController:
             if broker in self.live and self._owners.get(broker, owner) != owner:
                 log.info("broker %d registered again: out for a round, then told all", broker)
                 self._poked.set()
+                self._bounced.add(broker)
             else:
                 live[broker] = layout.Registration.decode(broker, found[0])
             self._owners[broker] = owner
@@ -570,8 +578,7 @@ class ZkController:
 
 
 async def _close(client: PeerClient) -> None:
-    """Close ``client`` even while cancelled, but never wait longer than a send (a TLS
-    close waits for the peer's close_notify)."""
+    """Close ``client`` even while cancelled, within a send's time (TLS: its close_notify)."""
     with trio.move_on_after(SEND_TIMEOUT_S, shield=True):
         await client.aclose()
 

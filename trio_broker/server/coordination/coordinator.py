@@ -63,6 +63,7 @@ class ZkCoordinator:
         self.controller_epoch = -1  # this broker's epoch while it is controller
         self.fenced = True  # until registered in the current session
         self.elections_won = 0
+        self.registered_at = -float("inf")  # trio time of the current registration
         self._seen = trio.Event()  # set whenever controller_id becomes known
 
     async def controller_known(self) -> int:
@@ -111,6 +112,7 @@ class ZkCoordinator:
                     break
                 await self.session.wait_for_change(path)
             self.fenced = False
+            self.registered_at = trio.current_time()
             log.info("registered as broker %d in ZooKeeper", self.broker_id)
             return
         raise BrokerIdTaken(

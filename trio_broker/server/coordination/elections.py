@@ -9,7 +9,11 @@ nodes with their version checks and tells the brokers; here nothing is read or w
 
 - **each round** (``elect``): a new partition's leader is its first live replica; a dead
   follower leaves the ISR; a dead leader's partition goes to the first live ISR member of
-  the assignment, else it is offline (leader -1) until one comes back.
+  the assignment, else it is offline (leader -1) until one comes back. A controller that
+  registered less than ``zookeeper.session.timeout.ms`` ago (after a ZooKeeper outage, or
+  a whole cluster starting) waits that long at most for the brokers registered before
+  it: a partition whose leader or an ISR member is not registered keeps its state
+  (``held``) until they are, or until the wait is over.
 - **preferred** (type 0): the first replica of the assignment leads if it is alive, not
   shutting down and in the ISR (PREFERRED_LEADER_NOT_AVAILABLE otherwise); a partition it
   already leads is ELECTION_NOT_NEEDED. The ISR stays; the leader epoch goes up.
@@ -138,13 +142,19 @@ def elect(
     live: Mapping[int, object],
     epoch: int,
     shutting_down: Collection[int] = (),
+    waiting: bool = False,
+    restarted: Collection[int] = (),
 ) -> layout.LeaderIsr | None:
     """The partition's next state, or None if it stays as it is. A broker in
-    ``shutting_down`` (controlled shutdown) is live but elected nowhere and in no ISR."""
+    ``shutting_down`` (controlled shutdown) is live but elected nowhere and in no ISR.
+    ``waiting``: the controller waits for the brokers registered before it (``held``),
+    but not for those it saw register again (``restarted``: treated as dead)."""
     eligible = [r for r in replicas if r in live and r not in shutting_down]
     if state is None:
         alive = eligible or [r for r in replicas if r in live]
         return layout.LeaderIsr(alive[0] if alive else NO_LEADER, 0, tuple(alive), epoch)
+    if waiting and held(state, live, restarted):
+        return None
     in_sync = tuple(r for r in state.isr if r in eligible)
     if state.leader in live and state.leader not in shutting_down:
         if in_sync == state.isr:
@@ -161,3 +171,18 @@ def elect(
             return None
         return layout.LeaderIsr(NO_LEADER, state.leader_epoch + 1, state.isr, epoch)
     return layout.LeaderIsr(candidates[0], state.leader_epoch + 1, in_sync, epoch)
+
+
+def held(
+    state: layout.LeaderIsr, live: Mapping[int, object], restarted: Collection[int] = ()
+) -> bool:
+    """Whether a partition keeps its state while a controller that registered less than a
+    session timeout ago waits for the brokers registered before it: its leader or an ISR
+    member is not registered (yet). After a ZooKeeper outage every session expires at
+    once and the brokers register again one by one; the first to register becomes
+    controller and, without this wait, would take every leadership and shrink every ISR
+    to itself, and the leader balance would move them all back seconds later. A broker
+    this controller saw registered under a new session (``restarted``, Kafka's "bounced"
+    broker) is not waited for: its leaderships move as a dead broker's do."""
+    absent = [b for b in (state.leader, *state.isr) if b != NO_LEADER and b not in live]
+    return any(b not in restarted for b in absent)

@@ -70,8 +70,15 @@ class ZkMembership:
             on_controller=self._lead,
             on_resign=self._resign,
         )
+
+        # A controller that registered less than a session timeout ago waits (at most
+        # until then) for the brokers registered before it (``elections.held``).
+        def grace() -> float:
+            until = self.coordinator.registered_at + timeout_ms / 1000
+            return max(0.0, until - trio.current_time())
+
         self.controller = ZkController(
-            self.session, config.broker_id, control, config.control_plane_listener_name
+            self.session, config.broker_id, control, config.control_plane_listener_name, grace
         )
         balance = (
             config["auto.leader.rebalance.enable"],

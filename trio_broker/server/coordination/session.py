@@ -15,7 +15,8 @@ what kazoo reports on its own threads into Trio on the broker's loop:
   round, as the controller does for each topic, does not pile up kazoo watchers).
 
 kazoo is the maintained Python client made for this (session handling, reconnection,
-chroot); this module only bridges its threads to Trio.
+chroot); this module only bridges its threads to Trio, and caps kazoo's reconnection
+backoff at ``RECONNECT_MAX_S``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 log = logging.getLogger("trio_broker.zookeeper")
 
 T = TypeVar("T")
+RECONNECT_MAX_S = 1.0  # as ZooKeeper's own Java client: up to a second between attempts
 
 
 class ZkState(enum.Enum):
@@ -48,7 +50,14 @@ class ZkSession:
     ) -> None:
         self.connect = connect
         self.connection_timeout_s = connection_timeout_ms / 1000
-        self._client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        # Reconnect attempts at most RECONNECT_MAX_S apart (kazoo's default backoff grows
+        # to an hour): after a ZooKeeper outage every broker is back within about a
+        # second, inside the wait of the first one to become controller.
+        self._client = KazooClient(
+            hosts=connect,
+            timeout=session_timeout_ms / 1000,
+            connection_retry={"max_tries": -1, "max_delay": RECONNECT_MAX_S},
+        )
         self.state = ZkState.CLOSED
         self.sessions = 0  # sessions established so far (a new one after LOST)
         self._changed = trio.Event()

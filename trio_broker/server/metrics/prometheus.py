@@ -384,6 +384,15 @@ def _transactions(t: dict[str, Any]) -> Iterator[Metric]:
         "Transaction markers written to partitions",
         value=c["markers_written"],
     )
+    given_up = CounterMetricFamily(
+        "kafka_transaction_coordinator_marker_sends_given_up",
+        "WriteTxnMarkers given up and sent again to the current leaders, by reason "
+        "(timeout: request.timeout.ms, moved: the leadership moved)",
+        labels=["reason"],
+    )
+    for reason, count in sorted(c.get("marker_sends_given_up", {}).items()):
+        given_up.add_metric([reason], count)
+    yield given_up
 
 
 def _cluster(c: dict[str, Any]) -> Iterator[Metric]:

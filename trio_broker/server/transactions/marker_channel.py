@@ -4,11 +4,13 @@ the partition leaders' side of Kafka's ``AddPartitionsToTxnManager`` (``add_part
 
 Owns: ``MarkerChannel``, one connection per broker asked (kept between requests and
 opened again after a failure) on the inter-broker listener, with its TLS and SASL (the
-followers' ``PeerListener``), within ``request.timeout.ms``-like ``TIMEOUT_S``. Requests
+followers' ``PeerListener``), within ``request.timeout.ms`` (``timeout_s``). Requests
 to one leader go one at a time over its connection; a leader that cannot be reached, or
 a connection that breaks, answers every partition NOT_LEADER_OR_FOLLOWER, which the
-coordinator retries once the cluster view has moved on. A coordinator that cannot be
-reached answers COORDINATOR_NOT_AVAILABLE for the partitions a leader asked to add.
+coordinator retries once the cluster view has moved on. A request its caller gives up
+(``MarkerWriter``: the leadership moved) drops the connection, whose next answer would
+belong to that request. A coordinator that cannot be reached answers
+COORDINATOR_NOT_AVAILABLE for the partitions a leader asked to add.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ log = logging.getLogger("trio_broker.transactions")
 
 VERSION = 1
 ADD_VERSION = 5  # AddPartitionsToTxn's batched form, for brokers (verify_only false: add)
-TIMEOUT_S = 30.0  # Kafka's request.timeout.ms default
+TIMEOUT_S = 30.0  # Kafka's request.timeout.ms default (the broker's key sets it)
 _LOST = (OSError, ConnectionError, trio.TooSlowError, trio.BrokenResourceError)
 
 
@@ -76,8 +78,10 @@ class MarkerChannel:
         broker_id: int,
         address_of: Callable[[int], str | None],
         listener: Callable[[], PeerListener],
+        timeout_s: float = TIMEOUT_S,
     ) -> None:
         self.broker_id = broker_id
+        self.timeout_s = timeout_s
         self.address_of = address_of  # a broker's inter-broker endpoint, host:port
         self.listener = listener
         self._clients: dict[int, PeerClient] = {}
@@ -140,11 +144,14 @@ class MarkerChannel:
         lock = self._locks.setdefault(broker, trio.Lock())
         async with lock:
             try:
-                with trio.fail_after(TIMEOUT_S):
+                with trio.fail_after(self.timeout_s):
                     client = await self._client(broker)
                     response = await client.request(request, version)
             except _LOST:
                 self.failures += 1
+                await self._drop(broker)
+                raise
+            except trio.Cancelled:  # given up by the caller: the answer would come late
                 await self._drop(broker)
                 raise
             self.requests += 1

@@ -89,11 +89,12 @@ class TransactionService:
         # In a ZooKeeper cluster, markers for partitions led elsewhere go to their leaders
         # over the inter-broker listener, as the followers' fetches do.
         fetchers = broker.fetchers
+        timeout_s = config["request.timeout.ms"] / 1000
         self.channel = MarkerChannel(
-            broker.broker_id, fetchers.address_of, lambda: fetchers.listener
+            broker.broker_id, fetchers.address_of, lambda: fetchers.listener, timeout_s
         )
         send = self.channel.send if create_topic is not None else None
-        self.markers = MarkerWriter(broker.broker_id, leader_of, write_markers, send)
+        self.markers = MarkerWriter(broker.broker_id, leader_of, write_markers, send, timeout_s)
         self.coordinator = TransactionCoordinator(
             TxnConfig.from_broker(config),
             topic,
@@ -231,6 +232,7 @@ class TransactionService:
         coordinator = introspection.figures(self.coordinator)
         coordinator["markers_written"] = self.markers.written
         coordinator["marker_requests_failed"] = self.channel.failures
+        coordinator["marker_sends_given_up"] = dict(self.markers.given_up)
         return {"coordinator": coordinator, "lso_lag": self._logs.lso_lags()}
 
     def overview(self) -> dict[str, Any]:
