@@ -227,3 +227,45 @@ async def test_refused_when_the_protocol_is_off(run_broker) -> None:  # type: ig
     c = await client_of(broker)
     r = await c.request(hb("g", "a", 0, subscribed_topic_names=["t"]), 1)
     assert r.error_code == E.UNSUPPORTED_VERSION
+
+
+async def test_regex_subscription_follows_new_topics(run_broker) -> None:  # type: ignore[no-untyped-def]
+    """SubscribedTopicRegex (v1), matched with Python's re against whole names: topics
+    created later that match join the subscription (the group epoch is bumped)."""
+    broker = await run_broker(FAST)
+    c = await client_of(broker)
+    await make_topic(c, "re-one")
+    await make_topic(c, "other")
+    a = await c.request(
+        hb("g", "a", 0, subscribed_topic_names=None, subscribed_topic_regex="re-.*"), 1
+    )
+    one = broker.topic("re-one").topic_id
+    assert owned(a) == {one: [0, 1, 2, 3]} and a.member_epoch == 1
+    await make_topic(c, "re-two")
+    a2 = await c.request(hb("g", "a", 1, topic_partitions=as_owned(owned(a))), 1)
+    two = broker.topic("re-two").topic_id
+    assert a2.member_epoch == 2 and owned(a2) == {one: [0, 1, 2, 3], two: [0, 1, 2, 3]}
+    d = (await c.request(ConsumerGroupDescribeRequest(group_ids=["g"]), 0)).groups[0]
+    assert d.members[0].subscribed_topic_regex == "re-.*"
+
+
+async def test_a_static_member_away_keeps_its_partitions(run_broker) -> None:  # type: ignore[no-untyped-def]
+    """Epoch -2: a static member leaves for a while; back under a new member id with the
+    same instance id, it gets its partitions again; another instance with that id while
+    it is still in is UNRELEASED_INSTANCE_ID."""
+    broker = await run_broker(FAST)
+    c = await client_of(broker)
+    await make_topic(c, "cg-static")
+    a = await c.request(hb("g", "a", 0, subscribed_topic_names=["cg-static"], instance_id="i-1"), 1)
+    held = owned(a)
+    clash = await c.request(
+        hb("g", "x", 0, subscribed_topic_names=["cg-static"], instance_id="i-1"), 1
+    )
+    assert clash.error_code == E.UNRELEASED_INSTANCE_ID
+    away = await c.request(hb("g", "a", -2, instance_id="i-1"), 1)
+    assert (away.error_code, away.member_epoch) == (0, -2)
+    back = await c.request(
+        hb("g", "a2", 0, subscribed_topic_names=["cg-static"], instance_id="i-1"), 1
+    )
+    assert back.error_code == 0 and owned(back) == held
+    assert back.member_epoch == a.member_epoch  # no rebalance for the return
