@@ -269,3 +269,27 @@ async def test_a_static_member_away_keeps_its_partitions(run_broker) -> None:  #
     )
     assert back.error_code == 0 and owned(back) == held
     assert back.member_epoch == a.member_epoch  # no rebalance for the return
+
+
+async def test_an_empty_group_goes_with_its_last_offsets(run_broker) -> None:  # type: ignore[no-untyped-def]
+    """A consumer group whose members all left is Empty; the retention check removes it
+    once it has no committed offsets either (as Kafka removes an empty group)."""
+    broker = await run_broker(FAST)
+    c = await client_of(broker)
+    await make_topic(c, "cg-empty")
+    for group in ("bare", "kept"):
+        await c.request(hb(group, "a", 0, subscribed_topic_names=["cg-empty"]), 1)
+    T, P = OffsetCommitRequest.Topic, OffsetCommitRequest.Topic.Partition
+    commit = OffsetCommitRequest(
+        group_id="kept",
+        generation_id_or_member_epoch=1,
+        member_id="a",
+        topics=[T(name="cg-empty", partitions=[P(partition_index=0, committed_offset=3)])],
+    )
+    assert (await c.request(commit, 9)).topics[0].partitions[0].error_code == 0
+    for group in ("bare", "kept"):
+        assert (await c.request(hb(group, "a", -1), 1)).error_code == 0
+    listed = {g.group_id: g.group_state for g in (await c.request(ListGroupsRequest(), 5)).groups}
+    assert listed["bare"] == listed["kept"] == "Empty"
+    broker.group_coordinator._on_retention_check()
+    assert set(broker.group_coordinator.consumer.groups) == {"kept"}

@@ -567,6 +567,7 @@ class GroupCoordinator:
     def _on_retention_check(self) -> None:
         try:
             self.expire_offsets()
+            self.consumer.forget_empty(keep=self.groups.__contains__)  # no members, offsets
         finally:
             self._arm_retention()
 

@@ -442,6 +442,13 @@ class ConsumerGroups:
         if group is not None and member is not None and member.member_epoch == epoch:
             self._fence(group, member_id, f"it did not revoke its partitions of epoch {epoch}")
 
+    def forget_empty(self, keep: Callable[[str], bool]) -> None:
+        """Drop the groups with no members, but those ``keep`` names (their offsets are
+        still kept): Kafka removes an empty group once it has no offsets either."""
+        for group_id in [g for g, group in self.groups.items() if not group.members]:
+            if not keep(group_id):
+                del self.groups[group_id]
+
     def unload(self, group_ids: Iterable[str]) -> None:
         """Forget groups this broker no longer coordinates."""
         for group_id in list(group_ids):
