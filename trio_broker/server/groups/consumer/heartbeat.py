@@ -314,6 +314,9 @@ class ConsumerGroups:
             log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
             self._assign(group)
+        group.resolved_regexes = {
+            m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
+        }
 
         owned = _partitions(p.owned) if p.owned is not None else None
         target = group.target.get(member_id, NO_PARTITIONS)
@@ -356,7 +359,7 @@ class ConsumerGroups:
             m.member_id: MemberSpec(
                 subscribed=frozenset(
                     group.subscription_metadata[t][0]
-                    for t in _subscribed(m, group.subscription_metadata)
+                    for t in _subscribed(m, group.subscription_metadata, group.resolved_regexes)
                 ),
                 instance_id=m.instance_id,
                 current=group.target.get(m.member_id, NO_PARTITIONS),
@@ -529,10 +532,13 @@ class ConsumerGroups:
         return [(g.group_id, str(g.state)) for g in self.groups.values()]
 
 
-def _subscribed(member: ConsumerMember, metadata: dict[str, tuple[uuid.UUID, int]]) -> set[str]:
-    """The topic names ``member`` is subscribed to that exist (names and its regex)."""
+def _subscribed(
+    member: ConsumerMember, metadata: dict[str, tuple[uuid.UUID, int]], resolved: set[str]
+) -> set[str]:
+    """The topic names ``member`` is subscribed to that exist (names and its regex, once
+    resolved)."""
     names = {t for t in member.subscribed_topic_names if t in metadata}
-    if member.subscribed_topic_regex:
+    if member.subscribed_topic_regex in resolved:
         pattern = re.compile(member.subscribed_topic_regex)
         names |= {t for t in metadata if t not in INTERNAL_TOPICS and pattern.fullmatch(t)}
     return names
@@ -541,14 +547,10 @@ def _subscribed(member: ConsumerMember, metadata: dict[str, tuple[uuid.UUID, int
 def _subscription_metadata(
     group: ConsumerGroup, topics: TopicLookup
 ) -> dict[str, tuple[uuid.UUID, int]]:
-    """The topics the group's members subscribe to, by name or by regex, as they are now
-    (internal topics never match a regex)."""
+    """The topics the group's members subscribe to, by name or by a resolved regex, as
+    they are now (internal topics never match a regex)."""
     wanted = group.subscribed_names()
-    patterns = [
-        re.compile(m.subscribed_topic_regex)
-        for m in group.members.values()
-        if m.subscribed_topic_regex
-    ]
+    patterns = [re.compile(r) for r in sorted(group.resolved_regexes)]
     if patterns:
         wanted |= {
             t

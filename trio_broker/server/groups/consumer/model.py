@@ -75,6 +75,9 @@ class ConsumerGroup:
     # topic name -> (id, partitions) as the last target assignment was computed from
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     assignor_name: str = ""
+    # the members' regexes resolved against the topics (a new one is from the heartbeat
+    # after the one that brought it, as Kafka resolves them in the background)
+    resolved_regexes: set[str] = field(default_factory=set)
 
     @property
     def state(self) -> GroupState:
