@@ -252,6 +252,12 @@ async def test_regex_subscription_follows_new_topics(run_broker) -> None:  # typ
     assert a2.member_epoch == 3 and set(owned(a2)) == {lit, one, two}
     d = (await c.request(ConsumerGroupDescribeRequest(group_ids=["g"]), 0)).groups[0]
     assert d.members[0].subscribed_topic_regex == "re-.*"
+    # once no member uses it, the regex is new again: literal topics first
+    assert (await c.request(hb("g", "a", -1), 1)).error_code == 0
+    b = await c.request(
+        hb("g", "b", 0, subscribed_topic_names=["lit"], subscribed_topic_regex="re-.*"), 1
+    )
+    assert set(owned(b)) == {lit}
 
 
 async def test_a_static_member_away_keeps_its_partitions(run_broker) -> None:  # type: ignore[no-untyped-def]

@@ -419,6 +419,7 @@ class ConsumerGroups:
         if group.remove(member_id) is None:
             return
         self._cancel_timers(group.group_id, member_id)
+        group.resolved_regexes &= {m.subscribed_topic_regex for m in group.members.values()}
         group.group_epoch += 1
         self.rebalances += 1
         log.info("group %s: member %s removed: %s", group.group_id, member_id, why)
