@@ -1,14 +1,16 @@
 """What the broker does not serve is refused at once, never with an error that makes a
 client wait (issue 19's "honest refusals").
 
-- KIP-848's consumer protocol and KIP-932's share groups: listed in ApiVersions and refused
+- KIP-932's share groups, and KIP-848's consumer protocol when
+  group.coordinator.rebalance.protocols leaves it out: listed in ApiVersions and refused
   UNSUPPORTED_VERSION, so librdkafka's consumer and share consumer fail at once (left out,
   librdkafka looks for the coordinator again and again, silently).
 - Every other Kafka API the broker does not serve: left out of ApiVersions; a client that
   sends one anyway has its connection closed at once (as Kafka does), logged with the API's
   name and counted, and every other connection goes on.
-- The APIs librdkafka probes and finds absent, it does without: telemetry (KIP-714) and
-  ConsumerGroupDescribe (it describes the group with DescribeGroups).
+- The APIs librdkafka probes and finds absent, it does without: telemetry (KIP-714); and
+  a classic group, which ConsumerGroupDescribe does not find, it describes with
+  DescribeGroups.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from trio_broker.protocol.messages.group_heartbeats import (
     ShareGroupHeartbeatRequest,
 )
 
+from ..support.brokers import BrokerThread
 from ..support.wire import AsyncWireClient
 
 # Every Kafka API key no plane of this broker serves.
@@ -45,9 +48,10 @@ DEADLINE_S = 15.0
 def test_the_unserved_list_is_kafkas_whole_remainder() -> None:
     """Guards the parametrization below: it covers the group protocols' other APIs and
     delegation tokens, and not the APIs that are served."""
-    assert {ApiKey.CreateDelegationToken, ApiKey.ConsumerGroupDescribe} <= set(UNSERVED)
-    assert {ApiKey.ShareFetch, ApiKey.StreamsGroupHeartbeat} <= set(UNSERVED)
+    assert {ApiKey.CreateDelegationToken, ApiKey.ShareFetch} <= set(UNSERVED)
+    assert ApiKey.StreamsGroupHeartbeat in UNSERVED
     assert ApiKey.ConsumerGroupHeartbeat not in UNSERVED
+    assert ApiKey.ConsumerGroupDescribe not in UNSERVED
     assert ApiKey.Produce not in UNSERVED
     assert [int(k) for k in ApiKey] == list(range(93))  # every key up to Kafka 4.1's last
 
@@ -61,7 +65,10 @@ def poll_until_error(consumer: Consumer) -> tuple[KafkaError, float]:
     raise AssertionError(f"no error within {DEADLINE_S} s")
 
 
-def test_a_consumer_protocol_consumer_fails_at_once(broker) -> None:  # type: ignore[no-untyped-def]
+def test_a_consumer_protocol_consumer_fails_at_once_when_switched_off(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    broker = BrokerThread(
+        tmp_path / "data", {"group.coordinator.rebalance.protocols": "classic"}
+    ).start()
     consumer = Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -78,6 +85,7 @@ def test_a_consumer_protocol_consumer_fails_at_once(broker) -> None:  # type: ig
         assert "not supported" in error.str()
     finally:
         consumer.close()
+        broker.stop()
 
 
 def test_a_share_consumer_fails_at_once(broker) -> None:  # type: ignore[no-untyped-def]
@@ -103,9 +111,9 @@ def test_a_share_consumer_fails_at_once(broker) -> None:  # type: ignore[no-unty
 
 
 def test_librdkafka_does_without_the_apis_it_finds_absent(broker) -> None:  # type: ignore[no-untyped-def]
-    """Telemetry (GetTelemetrySubscriptions, asked for only when listed) and
-    ConsumerGroupDescribe (librdkafka falls back to DescribeGroups): no request for an
-    unlisted API reaches the broker, and the group is described."""
+    """Telemetry (GetTelemetrySubscriptions, asked for only when listed): no request for
+    an unlisted API reaches the broker; and a classic group is described (librdkafka
+    falls back from ConsumerGroupDescribe to DescribeGroups)."""
     producer = Producer({"bootstrap.servers": broker.bootstrap, "enable.metrics.push": True})
     producer.produce("orders", b"one")
     assert producer.flush(15) == 0
@@ -141,7 +149,7 @@ def address(broker) -> str:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("version", [0, 1])
 async def test_the_refusals_say_what_to_do(run_broker, version: int) -> None:  # type: ignore[no-untyped-def]
-    broker = await run_broker()
+    broker = await run_broker({"group.coordinator.rebalance.protocols": "classic"})
     client = await AsyncWireClient.connect(address(broker))
     consumer = await client.request(
         ConsumerGroupHeartbeatRequest(group_id="g", member_id="", member_epoch=0), version

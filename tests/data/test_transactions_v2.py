@@ -95,14 +95,17 @@ async def test_a_version_2_producer_commits_and_aborts_without_adding_partitions
     versions = await c.request(ApiVersionsRequest(), 4)
     assert [
         (f.name, f.min_version_level, f.max_version_level) for f in versions.finalized_features
-    ] == [("transaction.version", 2, 2)]
+    ] == [("transaction.version", 2, 2), ("group.version", 1, 1)]
     assert versions.finalized_features_epoch >= 0
     assert {(f.name, f.min_version, f.max_version) for f in versions.supported_features} == {
-        ("group.version", 0, 0),  # KIP-848's level 1 is not served
+        ("group.version", 0, 1),  # level 1: KIP-848's consumer groups
         ("transaction.version", 0, 2),
     }
     v3 = await c.request(ApiVersionsRequest(), 3)  # KAFKA-17011: no minimum of 0 at v3
-    assert [(f.name, f.min_version) for f in v3.supported_features] == [("transaction.version", 1)]
+    assert [(f.name, f.min_version) for f in v3.supported_features] == [
+        ("group.version", 1),
+        ("transaction.version", 1),
+    ]
 
     topic_id = await make_topic(c, "tv2")
     started = await c.request(

@@ -8,9 +8,10 @@ From v3 the answer carries the features (KIP-584) as Kafka 4 reports them: the l
 broker supports, and the finalized ones, which clients act on. ``transaction.version`` 2
 is finalized (KIP-890 part 2: Produce v12's implicit partition addition, EndTxn v5's epoch
 bump and TxnOffsetCommit v5, served), so a client that knows it ends each transaction
-with an epoch bump; ``group.version`` is supported and finalized at 0 only, since level 1
-announces KIP-848's consumer groups, which are not served (level 0 is not listed as
-finalized, as Kafka lists only levels of 1 and above). As Kafka answers v3 (KAFKA-17011),
+with an epoch bump; ``group.version`` 1 is finalized too (KIP-848's consumer groups are
+served, unless ``group.coordinator.rebalance.protocols`` leaves them out, as in Kafka,
+where that setting and the feature are separate; a level 0 is never listed as finalized,
+as Kafka lists only levels of 1 and above). As Kafka answers v3 (KAFKA-17011),
 a supported range starting at 0 is reported from 1 there, and one of 0 alone not at all.
 The finalized features' epoch is ``FEATURES_EPOCH``: the features are this build's, raised
 with it, so a client adopts them from any broker of the cluster.
@@ -28,11 +29,11 @@ from .context import RequestContext
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 # (name, min level, max level) this broker supports, and the finalized levels.
-SUPPORTED_FEATURES = (("group.version", 0, 0), ("transaction.version", 0, 2))
-FINALIZED_FEATURES = (("transaction.version", 2), ("group.version", 0))
+SUPPORTED_FEATURES = (("group.version", 0, 1), ("transaction.version", 0, 2))
+FINALIZED_FEATURES = (("transaction.version", 2), ("group.version", 1))
 # Raised whenever a build changes the finalized levels (Kafka's is the metadata offset of
 # their last change): clients adopt the finalized features of the highest epoch they see.
-FEATURES_EPOCH = 1
+FEATURES_EPOCH = 2  # 2: group.version 1 (KIP-848's consumer groups served)
 
 
 @functools.lru_cache(maxsize=8)

@@ -2,15 +2,18 @@
 
 Owns: the ``GroupCoordinatorView`` protocol and the plain records that cross it (what a
 JoinGroup asks, what a join or sync answers, committed offsets, group overviews and
-descriptions), and ``Pending``: a JoinGroup or SyncGroup answer the coordinator gives
-later. A handler that gets a ``Pending`` parks its request in the ``rebalance`` purgatory
-under the ``Pending`` itself; the coordinator fills in the result and checks that key.
+descriptions; KIP-848's heartbeat, its answer, the topics it is assigned from and a
+consumer group's description), and ``Pending``: a JoinGroup or SyncGroup answer the
+coordinator gives later. A handler that gets a ``Pending`` parks its request in the
+``rebalance`` purgatory under the ``Pending`` itself; the coordinator fills in the result
+and checks that key.
 Nothing here knows trio, the network or how the coordinator keeps its state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -133,6 +136,7 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"  # ListGroups v5's GroupType: classic or consumer
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +157,86 @@ class GroupDescription:
     protocol_type: str = ""
     protocol: str = ""
     members: tuple[MemberDescription, ...] = ()
+
+
+# ----------------------------------------------------- KIP-848's consumer protocol
+
+# A member's partitions by topic id, as ConsumerGroupHeartbeat carries them.
+Assignment = Mapping[uuid.UUID, Sequence[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMeta:
+    """What the group coordinator needs of a topic: its name, id and partition count."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+
+
+class TopicLookup(Protocol):
+    """The broker's topics as the consumer group coordinator sees them (the handler hands
+    it over with each heartbeat: assignments follow the topics as they are now)."""
+
+    def by_name(self, name: str) -> TopicMeta | None: ...
+
+    def names(self) -> Iterable[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeat:
+    """One ConsumerGroupHeartbeat, its fields as sent (None: unchanged since the last)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: tuple[str, ...] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    owned: Assignment | None
+    client_id: str
+    client_host: str
+    # v0: the coordinator makes a new member's id; v1+: the member brings its own
+    api_version: int = 1
+
+
+@dataclass(slots=True)
+class ConsumerHeartbeatResult:
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None  # None: not sent (unchanged)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberDescription:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: Assignment
+    target_assignment: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescription:
+    error_code: int
+    group_id: str
+    error_message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[ConsumerMemberDescription, ...] = ()
 
 
 class GroupCoordinatorView(Protocol):
@@ -182,7 +266,11 @@ class GroupCoordinatorView(Protocol):
     ) -> dict[TopicPartition, int]: ...
 
     def fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition] | None, require_stable: bool
+        self,
+        group_id: str,
+        partitions: Sequence[TopicPartition] | None,
+        require_stable: bool,
+        member: tuple[str | None, int] = (None, -1),  # OffsetFetch v9+'s member id, epoch
     ) -> tuple[int, dict[TopicPartition, CommittedOffset]]: ...
 
     def list_groups(self, states: Sequence[str]) -> tuple[int, list[GroupOverview]]: ...
@@ -194,6 +282,14 @@ class GroupCoordinatorView(Protocol):
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
     ) -> tuple[int, dict[TopicPartition, int]]: ...
+
+    # KIP-848: None when the broker does not serve the consumer protocol
+    # (group.coordinator.rebalance.protocols without consumer)
+    def consumer_group_heartbeat(
+        self, params: ConsumerHeartbeat, topics: TopicLookup
+    ) -> ConsumerHeartbeatResult | None: ...
+
+    def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription: ...
 
 
 def coordinator_of(ctx: RequestContext) -> GroupCoordinatorView:

@@ -30,6 +30,7 @@ from .admin import (
 )
 from .context import RequestContext
 from .data import delete_records, fetch, leader_epochs, list_offsets, produce
+from .groups import consumer as consumer_groups
 from .groups import membership as groups
 from .groups import offsets as group_offsets
 from .transactions import coordinator as transactions
@@ -128,10 +129,16 @@ API_TABLE = ApiTable(
         ApiEntry(messages.group_offsets.OFFSET_COMMIT, group_offsets.offset_commit),
         ApiEntry(messages.group_offsets.OFFSET_FETCH, group_offsets.offset_fetch),
         ApiEntry(messages.group_offsets.OFFSET_DELETE, group_offsets.offset_delete),
-        # listed only to be refused at once (see apis.unserved for why)
+        # KIP-848's consumer protocol
         ApiEntry(
-            messages.group_heartbeats.CONSUMER_GROUP_HEARTBEAT, unserved.consumer_group_heartbeat
+            messages.group_heartbeats.CONSUMER_GROUP_HEARTBEAT,
+            consumer_groups.consumer_group_heartbeat,
         ),
+        ApiEntry(
+            messages.group_heartbeats.CONSUMER_GROUP_DESCRIBE,
+            consumer_groups.consumer_group_describe,
+        ),
+        # listed only to be refused at once (see apis.unserved for why)
         ApiEntry(messages.group_heartbeats.SHARE_GROUP_HEARTBEAT, unserved.share_group_heartbeat),
         ApiEntry(messages.quotas.DESCRIBE_CLIENT_QUOTAS, client_quotas.describe),
         ApiEntry(messages.quotas.ALTER_CLIENT_QUOTAS, client_quotas.alter),

@@ -1,10 +1,11 @@
 """Group protocols this broker does not serve, refused at once in their own words.
 
-Owns the handlers of ConsumerGroupHeartbeat (68, KIP-848's consumer group protocol) and
-ShareGroupHeartbeat (76, KIP-932's share groups). Both are listed in ApiVersions and every
-call is answered UNSUPPORTED_VERSION with a message saying what to do instead, as Kafka
-answers them while the protocol is switched off (``KafkaApis.handleConsumerGroupHeartbeat``
-when ``group.coordinator.rebalance.protocols`` lacks ``consumer``).
+Owns the handler of ShareGroupHeartbeat (76, KIP-932's share groups), and the refusal
+ConsumerGroupHeartbeat (68, KIP-848) gets when ``group.coordinator.rebalance.protocols``
+lacks ``consumer`` (``apis.groups.consumer`` serves it otherwise). Both are listed in
+ApiVersions and such a call is answered UNSUPPORTED_VERSION with a message saying what to
+do instead, as Kafka answers them while the protocol is switched off
+(``KafkaApis.handleConsumerGroupHeartbeat``).
 
 Why listed rather than left out like every other API the broker does not serve:
 librdkafka (2.16) checks ApiVersions before such a heartbeat, and when the API is missing
@@ -20,31 +21,19 @@ from __future__ import annotations
 
 from ..protocol.errors import ErrorCode
 from ..protocol.messages.group_heartbeats import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
 from .context import RequestContext
 
 CONSUMER_PROTOCOL_REFUSED = (
-    "this broker serves the classic group protocol only (KIP-848's consumer protocol is "
-    "not served): set group.protocol=classic"
+    "this broker serves the classic group protocol only (group.coordinator.rebalance."
+    "protocols lacks consumer, KIP-848): set group.protocol=classic"
 )
 SHARE_GROUPS_REFUSED = (
     "this broker does not serve share groups (KIP-932): use a consumer group "
     "(group.protocol=classic)"
 )
-
-
-async def consumer_group_heartbeat(
-    ctx: RequestContext, req: ConsumerGroupHeartbeatRequest
-) -> ConsumerGroupHeartbeatResponse:
-    return ConsumerGroupHeartbeatResponse(
-        throttle_time_ms=ctx.throttle_time_ms,
-        error_code=ErrorCode.UNSUPPORTED_VERSION,
-        error_message=CONSUMER_PROTOCOL_REFUSED,
-    )
 
 
 async def share_group_heartbeat(

@@ -1,5 +1,8 @@
 """Group membership APIs: FindCoordinator v0-6, JoinGroup v0-9, SyncGroup v0-5,
 Heartbeat v0-4, LeaveGroup v0-5, DescribeGroups v0-6, ListGroups v0-5, DeleteGroups v0-2.
+ListGroups v5 names each group's type: classic, or consumer for a KIP-848 group (whose
+state is Kafka's consumer group state: Empty, Assigning, Reconciling, Stable); DescribeGroups
+answers a consumer group as Kafka does, as a group that is not there (it is not classic).
 
 Thin: each handler turns its request into a call on the group coordinator (through
 ``ctx.broker``) and the answer into a response of the request's version; they must not
@@ -374,17 +377,13 @@ async def describe_groups(
 # The state of a group that does not exist (Kafka's classic group state DEAD).
 DEAD = "Dead"
 
-# Every group here is a classic one (JoinGroup/SyncGroup, or offsets only); KIP-848's
-# "consumer" groups are not served.
-CLASSIC = "classic"
-
 
 async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
     states = req.states_filter if ctx.api_version >= 4 else []
     types = {t.lower() for t in req.types_filter} if ctx.api_version >= 5 else set()
     code, overviews = coordinator_of(ctx).list_groups(states)
-    if types and CLASSIC not in types:
-        overviews = []
+    if types:
+        overviews = [g for g in overviews if g.group_type in types]
     if not cluster_allowed(ctx, Op.DESCRIBE, log_denied=False):
         overviews = [
             g for g in overviews if allowed(ctx, Op.DESCRIBE, GROUP, g.group_id, log_denied=False)
@@ -397,7 +396,7 @@ async def list_groups(ctx: RequestContext, req: ListGroupsRequest) -> ListGroups
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state,
-                group_type=CLASSIC,
+                group_type=g.group_type,
             )
             for g in overviews
         ],

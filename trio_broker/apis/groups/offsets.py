@@ -10,8 +10,9 @@ group-level error is reported on every partition; from v2 a null topic list asks
 of the group's offsets; v8 asks for several groups at once. v9 (KIP-848) is v8 for the
 classic groups served here: OffsetCommit's generation is the classic generation, a commit
 with a generation >= 0 to a group that does not exist is GROUP_ID_NOT_FOUND (older versions:
-ILLEGAL_GENERATION), and OffsetFetch's member id and epoch are not checked (Kafka checks
-them only for consumer-protocol groups). v10 (KIP-848) names topics by id, in the request
+ILLEGAL_GENERATION); for a consumer-protocol group (KIP-848) OffsetCommit's generation is
+the member epoch, and OffsetCommit and OffsetFetch check the member and its epoch as Kafka
+does (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH). v10 (KIP-848) names topics by id, in the request
 and the answer: an id no topic has is UNKNOWN_TOPIC_ID for each of its partitions (after
 the group's authorization, as Kafka checks), and OffsetFetch of all a group's offsets
 answers each topic by its id (offsets of a topic that no longer exists are left out: v10
@@ -140,7 +141,11 @@ _DENIED = CommittedOffset(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def _fetch_group(
-    ctx: RequestContext, group_id: str, wanted: list[TopicPartition] | None, require_stable: bool
+    ctx: RequestContext,
+    group_id: str,
+    wanted: list[TopicPartition] | None,
+    require_stable: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> tuple[int, dict[TopicPartition, CommittedOffset]]:
     """One group's committed offsets, as far as the principal may see them."""
     if not allowed(ctx, Op.DESCRIBE, GROUP, group_id):
@@ -153,10 +158,10 @@ def _fetch_group(
         return seen[topic]
 
     if wanted is None:
-        code, found = coordinator_of(ctx).fetch_offsets(group_id, None, require_stable)
+        code, found = coordinator_of(ctx).fetch_offsets(group_id, None, require_stable, member)
         return code, {tp: c for tp, c in found.items() if visible(tp[0], False)}
     mine = [tp for tp in wanted if visible(tp[0], True)]
-    code, found = coordinator_of(ctx).fetch_offsets(group_id, mine, require_stable)
+    code, found = coordinator_of(ctx).fetch_offsets(group_id, mine, require_stable, member)
     return code, {**found, **{tp: _DENIED for tp in wanted if not seen[tp[0]]}}
 
 
@@ -247,7 +252,8 @@ async def offset_fetch(ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFe
             elif g.topics is not None:
                 asked = [(t.name, t.partition_indexes) for t in g.topics]
             wanted = _wanted(asked)
-            code, found = _fetch_group(ctx, g.group_id, wanted, require_stable)
+            member = (g.member_id, g.member_epoch) if v >= 9 else (None, -1)
+            code, found = _fetch_group(ctx, g.group_id, wanted, require_stable, member)
             topics = [] if code else _topics(G.Topics, G.Topics.Partitions, wanted, found)
             if v >= 10 and not code:
                 topics = _by_id(ctx, topics, unknown)

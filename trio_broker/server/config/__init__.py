@@ -18,6 +18,7 @@ from .broker_config import BrokerConfig, ListenerSettings, load_config
 from .changes import ChangeRefused, plan_broker_change, plan_topic_change
 from .configdef import LONG_MAX, ConfigEntry, ConfigError, Password
 from .dynamic import DynamicConfigStore
+from .keys_groups import ASSIGNOR_NAMES
 from .syntax import SASL, TLS, SecurityProtocol
 from .topic_config import (
     FOLLOWER,
@@ -33,6 +34,7 @@ from .topic_config import (
 )
 
 __all__ = [
+    "ASSIGNOR_NAMES",
     "FOLLOWER",
     "LEADER",
     "LONG_MAX",

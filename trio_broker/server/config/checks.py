@@ -205,6 +205,19 @@ def cross_check(
             "must not exceed group.max.session.timeout.ms "
             f"({values['group.max.session.timeout.ms']})",
         )
+    for what in ("heartbeat.interval", "session.timeout"):
+        key = f"group.consumer.{what}.ms"
+        lo, hi = f"group.consumer.min.{what}.ms", f"group.consumer.max.{what}.ms"
+        if not values[lo] <= values[key] <= values[hi]:
+            raise fail(key, f"expected between {lo} ({values[lo]}) and {hi} ({values[hi]})")
+    if (
+        values["group.consumer.heartbeat.interval.ms"]
+        >= values["group.consumer.session.timeout.ms"]
+    ):
+        raise fail(
+            "group.consumer.heartbeat.interval.ms",
+            "must be less than group.consumer.session.timeout.ms",
+        )
     queued = values["queued.max.request.bytes"]
     if 0 < queued < values["socket.request.max.bytes"]:
         raise fail(

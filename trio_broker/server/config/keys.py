@@ -20,6 +20,7 @@ from .configdef import (
     define,
 )
 from .keys_cleaner import CLEANER_KEYS
+from .keys_groups import CONSUMER_GROUP_KEYS
 from .keys_replication import REPLICATION_KEYS
 from .keys_security import SECURITY_KEYS
 from .keys_storage import STORAGE_KEYS
@@ -534,6 +535,7 @@ _KEYS = [
         POSITIVE,
     ),
     define("group.max.size", INT, INT_MAX, "Most members in one group.", POSITIVE),
+    *CONSUMER_GROUP_KEYS,
     *TRANSACTION_KEYS,
     define(
         "producer.id.expiration.ms",

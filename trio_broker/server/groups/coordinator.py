@@ -16,15 +16,15 @@ does all its waiting through the writer and the timers.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
 from ...apis.group_services import (
     CommittedOffset,
+    ConsumerGroupDescription,
+    ConsumerHeartbeat,
+    ConsumerHeartbeatResult,
     GroupDescription,
     GroupOverview,
     JoinParams,
@@ -36,8 +36,10 @@ from ...apis.group_services import (
     Pending,
     SyncParams,
     SyncResult,
+    TopicLookup,
 )
 from ...protocol.errors import ErrorCode
+from .consumer import ConsumerGroups
 from .group import Group
 from .log_format import (
     Replay,
@@ -46,9 +48,10 @@ from .log_format import (
     offset_tombstone,
     restore_group,
 )
-from .membership import Membership, MembershipConfig, validate_member
+from .membership import Membership, validate_member
 from .offsets import CONSUMER_PROTOCOL_TYPE, OffsetAndMetadata, expired_partitions
 from .ownership import Ownership, unload
+from .settings import CoordinatorConfig, wall_clock_ms
 from .state import DEAD, DELETE_GROUP, EMPTY, OFFSET_COMMIT, STABLE, Reply
 from .storage import (
     OFFSETS_TOPIC,
@@ -63,36 +66,6 @@ from .timers import Timers
 log = logging.getLogger("trio_broker.groups")
 
 TopicPartition = tuple[str, int]
-
-# The authorized operations of a group when no authorizer is configured:
-# READ (3), DELETE (6) and DESCRIBE (8), as a bit set.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorConfig:
-    membership: MembershipConfig = field(default_factory=MembershipConfig)
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
-    offsets_retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4096
-
-    @classmethod
-    def from_broker(cls, config: Any) -> CoordinatorConfig:
-        return cls(
-            membership=MembershipConfig(
-                min_session_timeout_ms=config["group.min.session.timeout.ms"],
-                max_session_timeout_ms=config["group.max.session.timeout.ms"],
-                initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
-                max_group_size=config["group.max.size"],
-            ),
-            offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
-            offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
-            offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
-        )
 
 
 class GroupCoordinator:
@@ -118,6 +91,11 @@ class GroupCoordinator:
             self.partition_for,
             notify,
             now_ms,
+        )
+        self.consumer = ConsumerGroups(
+            config.consumer,
+            self.timers,
+            lambda g: g in self.groups and self.groups[g].state not in (EMPTY, DEAD),
         )
         self.active = False
         self.loaded_records = 0
@@ -232,12 +210,15 @@ class GroupCoordinator:
             if self.partition_for(group_id) == partition:
                 unload(group, self.timers, self._notify)
                 del self.groups[group_id]
+        self.consumer.unload(g for g in self.consumer.groups if self.partition_for(g) == partition)
         log.info("no longer coordinating the groups of partition %d", partition)
 
     # ================================================================ membership
 
     def join_group(self, params: JoinParams) -> JoinResult | Pending[JoinResult]:
         error = self._check(params.group_id, allow_empty=False)
+        if not error and self.consumer.in_use(params.group_id):
+            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL  # no online migration (KIP-848)
         if error:
             return JoinResult(error, member_id=params.member_id)
         return self.membership.join_group(params)
@@ -295,17 +276,22 @@ class GroupCoordinator:
             return {(e.topic, e.partition): code for e in offsets}
 
         error = self._check(group_id, allow_empty=True)
-        if error:
-            return every(error)
+        consumer = (
+            None if error else self.consumer.validate_commit(group_id, member_id, generation_id)
+        )
+        if error or consumer:
+            return every(error or consumer or 0)
         now = self.now_ms()
         group = self.groups.get(group_id)
         if group is None:
-            if generation_id >= 0:  # an older generation of a group that is gone
+            if (
+                generation_id >= 0 and consumer is None
+            ):  # an older generation of a group that is gone
                 return every(unknown_group_error)
             # offsets kept for a client that does not use group management
             group = Group(group_id, EMPTY, now)
             self.groups[group_id] = group
-        unchecked = (
+        unchecked = consumer is not None or (
             producer is not None
             and generation_id < 0
             and member_id == ""
@@ -385,12 +371,18 @@ class GroupCoordinator:
         return group.static_member_id(group_instance_id) or member_id
 
     def fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition] | None, require_stable: bool
+        self,
+        group_id: str,
+        partitions: Sequence[TopicPartition] | None,
+        require_stable: bool,
+        member: tuple[str | None, int] = (None, -1),
     ) -> tuple[int, dict[TopicPartition, CommittedOffset]]:
         """Committed offsets of ``partitions`` (all of the group's if None). With
         ``require_stable``, a partition with an offset committed in a transaction still
         open is UNSTABLE_OFFSET_COMMIT (the client asks again)."""
-        error = self._check(group_id, allow_empty=True)
+        error = self._check(group_id, allow_empty=True) or self.consumer.validate_fetch(
+            group_id, *member
+        )
         if error:
             return error, {}
         group = self.groups.get(group_id)
@@ -473,18 +465,19 @@ class GroupCoordinator:
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         wanted = {s.lower() for s in states}
-        return ErrorCode.NONE, [
+        overviews = [
             GroupOverview(g.group_id, g.protocol_type or "", str(g.state))
             for g in self.groups.values()
-            if not wanted or str(g.state).lower() in wanted
-        ]
+            if g.group_id not in self.consumer.groups  # only its offsets' holder
+        ] + [GroupOverview(i, "consumer", s, "consumer") for i, s in self.consumer.overviews()]
+        return ErrorCode.NONE, [g for g in overviews if not wanted or g.state.lower() in wanted]
 
     def describe_group(self, group_id: str) -> GroupDescription:
         error = self._check(group_id, allow_empty=True)
         if error:
             return GroupDescription(error, group_id)
         group = self.groups.get(group_id)
-        if group is None:
+        if group is None or group_id in self.consumer.groups:  # not a classic group
             return GroupDescription(ErrorCode.NONE, group_id, str(DEAD))
         stable = group.state is STABLE and group.protocol_name is not None
         protocol = group.protocol_name if stable and group.protocol_name else ""
@@ -503,7 +496,26 @@ class GroupCoordinator:
             ErrorCode.NONE, group_id, str(group.state), group.protocol_type or "", protocol, members
         )
 
+    # ============================================================== KIP-848
+
+    def consumer_group_heartbeat(
+        self, params: ConsumerHeartbeat, topics: TopicLookup
+    ) -> ConsumerHeartbeatResult | None:
+        if not self.consumer.config.enabled:
+            return None
+        error = self._check(params.group_id, allow_empty=False)
+        if error:
+            return ConsumerHeartbeatResult(error)
+        return self.consumer.heartbeat(params, topics)
+
+    def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
+        error = self._check(group_id, allow_empty=False)
+        if error:
+            return ConsumerGroupDescription(error, group_id)
+        return self.consumer.describe(group_id)
+
     async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
+        """DeleteGroups: a classic group must be Empty or Dead, a consumer group empty."""
         results: dict[str, int] = {}
         waiting = []
         now = self.now_ms()
@@ -512,9 +524,13 @@ class GroupCoordinator:
             if error:
                 results[group_id] = error
                 continue
+            if self.consumer.in_use(group_id):
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                continue
+            was_consumer = self.consumer.groups.pop(group_id, None) is not None
             group = self.groups.get(group_id)
             if group is None:
-                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+                results[group_id] = ErrorCode.NONE if was_consumer else ErrorCode.GROUP_ID_NOT_FOUND
                 continue
             reply = DELETE_GROUP[group.state]
             if not isinstance(reply, Reply):
@@ -551,6 +567,7 @@ class GroupCoordinator:
     def _on_retention_check(self) -> None:
         try:
             self.expire_offsets()
+            self.consumer.forget_empty(keep=self.groups.__contains__)  # no members, offsets
         finally:
             self._arm_retention()
 

@@ -1,0 +1,577 @@
+"""KIP-848's consumer groups on this coordinator: ConsumerGroupHeartbeat, as Kafka's
+``GroupMetadataManager.consumerGroupHeartbeat`` handles it, member expiry, and what
+offsets and the admin APIs need to know of these groups.
+
+Owns: ``ConsumerGroupConfig`` and ``ConsumerGroups`` (every consumer-protocol group this
+broker coordinates). One heartbeat: (1) the member is created or updated, and the group
+epoch is bumped when a subscription, or the topics it resolves to, changed; (2) when the
+group epoch is past the assignment epoch, the target assignment is computed again with
+the group's server-side assignor; (3) the member is reconciled one step towards its target
+(``model.reconcile``). Session timeouts (``group.consumer.session.timeout.ms``) and
+rebalance timeouts (the member's own, for revoking) fence a member: it leaves the group
+and the group epoch is bumped, so the others' next heartbeats pick up its partitions.
+
+State is in memory only: nothing of these groups (Kafka's ConsumerGroupMetadata,
+MemberMetadata, TargetAssignment and CurrentMemberAssignment records) is written to
+``__consumer_offsets``; their committed offsets are, by the classic path. After a restart
+or a coordinator move the members are told UNKNOWN_MEMBER_ID and join again. Must not
+know requests or the wire (``apis/groups/consumer.py`` translates), nor write records.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ....apis.group_services import (
+    Assignment,
+    ConsumerGroupDescription,
+    ConsumerHeartbeat,
+    ConsumerHeartbeatResult,
+    ConsumerMemberDescription,
+    TopicLookup,
+)
+from ....apis.topic_names import INTERNAL_TOPICS
+from ....protocol.errors import ErrorCode
+from ..timers import Timers
+from .assignors import ASSIGNORS, MemberSpec, assign
+from .model import (
+    NO_PARTITIONS,
+    ConsumerGroup,
+    ConsumerMember,
+    GroupState,
+    MemberState,
+    Partitions,
+    reconcile,
+)
+
+log = logging.getLogger("trio_broker.groups.consumer")
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    enabled: bool = True  # "consumer" in group.coordinator.rebalance.protocols
+    heartbeat_interval_ms: int = 5000
+    session_timeout_ms: int = 45000
+    assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    max_size: int = 2**31 - 1
+
+    @classmethod
+    def from_broker(cls, config: Any, names: dict[str, str]) -> ConsumerGroupConfig:
+        return cls(
+            enabled="consumer" in config["group.coordinator.rebalance.protocols"],
+            heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+            session_timeout_ms=config["group.consumer.session.timeout.ms"],
+            assignors=tuple(dict.fromkeys(names[a] for a in config["group.consumer.assignors"])),
+            max_size=config["group.consumer.max.size"],
+        )
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def new_member_id() -> str:
+    """A member id as Kafka's coordinator makes one for v0 (``Uuid.randomUuid()``:
+    22 characters of URL-safe base64)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ConsumerGroups:
+    def __init__(
+        self,
+        config: ConsumerGroupConfig,
+        timers: Timers,
+        classic_in_use: Callable[[str], bool] = lambda group_id: False,
+    ) -> None:
+        self.config = config
+        self.timers = timers
+        self.groups: dict[str, ConsumerGroup] = {}
+        # whether a classic group of that id has members (then it is not ours to take)
+        self.classic_in_use = classic_in_use
+        self.rebalances = 0  # group epoch bumps, all groups together
+
+    # ============================================================ heartbeat
+
+    def heartbeat(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerHeartbeatResult:
+        try:
+            self._validate(p)
+            if p.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                return self._leave(p)
+            return self._heartbeat(p, topics)
+        except HeartbeatError as e:
+            return ConsumerHeartbeatResult(e.code, e.message)
+
+    def _validate(self, p: ConsumerHeartbeat) -> None:
+        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+
+        def invalid(message: str) -> HeartbeatError:
+            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
+
+        if p.group_id == "":
+            raise invalid("GroupId can't be empty.")
+        if p.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if p.rack_id == "":
+            raise invalid("RackId can't be empty.")
+        if p.member_epoch > 0 or p.member_epoch == LEAVE_EPOCH:
+            if p.member_id == "":
+                raise invalid("MemberId can't be empty.")
+        elif p.member_epoch == 0:
+            if p.api_version >= 1 and p.member_id == "":
+                raise invalid("MemberId can't be empty.")
+            if p.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if p.owned is None or any(p.owned.values()):
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if not p.subscribed_topic_names and p.subscribed_topic_regex is None:
+                raise invalid(
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+                )
+        elif p.member_epoch == STATIC_LEAVE_EPOCH:
+            if p.member_id == "":
+                raise invalid("MemberId can't be empty.")
+            if p.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        else:
+            raise invalid("MemberEpoch is invalid.")
+        if p.server_assignor is not None and p.server_assignor not in self.config.assignors:
+            raise HeartbeatError(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {p.server_assignor} is not supported. Supported assignors: "
+                + ", ".join(self.config.assignors)
+                + ".",
+            )
+        if p.subscribed_topic_regex:
+            try:
+                re.compile(p.subscribed_topic_regex)
+            except re.error as e:
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    f"SubscribedTopicRegex {p.subscribed_topic_regex} is invalid: {e}",
+                ) from None
+
+    def _group_for(self, p: ConsumerHeartbeat) -> ConsumerGroup:
+        group = self.groups.get(p.group_id)
+        if group is not None:
+            return group
+        if p.member_epoch != 0:
+            # Kafka says GROUP_ID_NOT_FOUND; a member of a group this coordinator lost
+            # (a restart: state is in memory) is better told to join again.
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Consumer group {p.group_id} has no member {p.member_id}.",
+            )
+        if self.classic_in_use(p.group_id):
+            raise HeartbeatError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {p.group_id} is not a consumer group."
+            )
+        return ConsumerGroup(p.group_id)
+
+    def _member_for(
+        self, group: ConsumerGroup, member_id: str, p: ConsumerHeartbeat
+    ) -> ConsumerMember:
+        """Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember."""
+        existing = group.members.get(member_id)
+        if p.instance_id is not None and existing is None:
+            static = group.static_member(p.instance_id)
+            if p.member_epoch != 0:
+                raise HeartbeatError(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member {member_id} is not a member of group {group.group_id}.",
+                )
+            if static is not None:
+                if static.member_epoch != STATIC_LEAVE_EPOCH:
+                    raise HeartbeatError(
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
+                        f"Static member {static.member_id} with instance id {p.instance_id} "
+                        "is not yet released.",
+                    )
+                # the static member is back under a new member id: it takes over the old
+                # one's assignment and target
+                target = group.target.get(static.member_id, NO_PARTITIONS)
+                group.remove(static.member_id)
+                self._cancel_timers(group.group_id, static.member_id)
+                group.target[member_id] = target
+                taken = replace(
+                    static, member_id=member_id, member_epoch=0, previous_member_epoch=0
+                )
+                group.put(taken)
+                return taken
+        if existing is None:
+            if p.member_epoch != 0:
+                raise HeartbeatError(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member {member_id} is not a member of group {group.group_id}.",
+                )
+            if len(group.members) >= self.config.max_size:
+                raise HeartbeatError(
+                    ErrorCode.GROUP_MAX_SIZE_REACHED,
+                    f"The consumer group has reached its maximum capacity of "
+                    f"{self.config.max_size} members.",
+                )
+            log.info("group %s: member %s joins (consumer protocol)", group.group_id, member_id)
+            return ConsumerMember(member_id)
+        if p.instance_id is not None and existing.instance_id not in (None, p.instance_id):
+            raise HeartbeatError(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Member {member_id} does not have instance id {p.instance_id}.",
+            )
+        if p.member_epoch == 0:
+            # a member joining again under its own id (after it was fenced, or after an
+            # unsubscribe): it starts over, holding nothing (it owns nothing, checked above)
+            restart = replace(
+                existing,
+                member_epoch=0,
+                previous_member_epoch=existing.member_epoch,
+                state=MemberState.STABLE,
+                assigned=NO_PARTITIONS,
+                pending_revocation=NO_PARTITIONS,
+            )
+            group.put(restart)
+            return restart
+        self._check_epoch(existing, p)
+        return existing
+
+    @staticmethod
+    def _check_epoch(member: ConsumerMember, p: ConsumerHeartbeat) -> None:
+        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: the previous epoch is taken
+        if the member owns no more than its assignment (the answer that bumped the epoch
+        may have been lost)."""
+        received = p.member_epoch
+        if received > member.member_epoch:
+            raise HeartbeatError(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The consumer group member has a greater member epoch ({received}) than the "
+                f"one known by the group coordinator ({member.member_epoch}). The member must "
+                "abandon all its partitions and rejoin.",
+            )
+        if received < member.member_epoch:
+            owned = _partitions(p.owned) if p.owned is not None else None
+            subset = owned is not None and owned <= member.assigned
+            if received != member.previous_member_epoch or not subset:
+                raise HeartbeatError(
+                    ErrorCode.FENCED_MEMBER_EPOCH,
+                    f"The consumer group member has a smaller member epoch ({received}) than "
+                    f"the one known by the group coordinator ({member.member_epoch}). The "
+                    "member must abandon all its partitions and rejoin.",
+                )
+
+    def _heartbeat(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerHeartbeatResult:
+        group = self._group_for(p)
+        member_id = p.member_id or new_member_id()
+        member = self._member_for(group, member_id, p)
+        updated = replace(
+            member,
+            instance_id=p.instance_id if p.instance_id is not None else member.instance_id,
+            rack_id=p.rack_id if p.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                p.rebalance_timeout_ms
+                if p.rebalance_timeout_ms != -1
+                else member.rebalance_timeout_ms
+            ),
+            server_assignor=p.server_assignor
+            if p.server_assignor is not None
+            else member.server_assignor,
+            subscribed_topic_names=(
+                p.subscribed_topic_names
+                if p.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                (p.subscribed_topic_regex or None)
+                if p.subscribed_topic_regex is not None
+                else member.subscribed_topic_regex
+            ),
+            client_id=p.client_id,
+            client_host=p.client_host,
+        )
+        bump = member_id not in group.members or (
+            updated.subscribed_topic_names != member.subscribed_topic_names
+            or updated.subscribed_topic_regex != member.subscribed_topic_regex
+        )
+        self.groups[group.group_id] = group
+        group.put(updated)
+        metadata = _subscription_metadata(group, topics)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            self.rebalances += 1
+            log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
+        if group.group_epoch > group.assignment_epoch:
+            self._assign(group)
+        group.resolved_regexes = {
+            m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
+        }
+
+        owned = _partitions(p.owned) if p.owned is not None else None
+        target = group.target.get(member_id, NO_PARTITIONS)
+        reconciled = reconcile(
+            updated, group.assignment_epoch, target, group.partition_epochs, owned
+        )
+        if reconciled != updated:
+            group.put(reconciled)
+            key = ("consumer-rebalance", group.group_id, member_id)
+            if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+                epoch = reconciled.member_epoch
+                self.timers.schedule(
+                    key,
+                    max(reconciled.rebalance_timeout_ms, 0) / 1000,
+                    lambda: self._rebalance_timeout(group.group_id, member_id, epoch),
+                )
+            else:
+                self.timers.cancel(key)
+        self._schedule_session(group.group_id, member_id)
+
+        full = p.member_epoch == 0 or (
+            p.rebalance_timeout_ms != -1
+            and p.subscribed_topic_names is not None
+            and p.owned is not None
+        )
+        changed = reconciled.assigned != member.assigned
+        return ConsumerHeartbeatResult(
+            ErrorCode.NONE,
+            member_id=member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=_by_topic(reconciled.assigned) if full or changed else None,
+        )
+
+    def _assign(self, group: ConsumerGroup) -> None:
+        """A new target assignment at the group epoch, by the group's assignor."""
+        name = self._assignor_of(group)
+        ids = dict(group.subscription_metadata.values())
+        specs = {
+            m.member_id: MemberSpec(
+                subscribed=frozenset(
+                    group.subscription_metadata[t][0]
+                    for t in _subscribed(m, group.subscription_metadata, group.resolved_regexes)
+                ),
+                instance_id=m.instance_id,
+                current=group.target.get(m.member_id, NO_PARTITIONS),
+            )
+            for m in group.members.values()
+        }
+        targets = assign(name, specs, ids)
+        group.target = {m: frozenset(tps) for m, tps in targets.items()}
+        group.assignment_epoch = group.group_epoch
+        group.assignor_name = name
+
+    def _assignor_of(self, group: ConsumerGroup) -> str:
+        """Kafka's preferred server assignor: the one most members ask for, else the
+        first of group.consumer.assignors."""
+        asked = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        if asked:
+            return max(sorted(asked), key=lambda a: asked[a])
+        return self.config.assignors[0] if self.config.assignors else next(iter(ASSIGNORS))
+
+    # ================================================================ leaving
+
+    def _leave(self, p: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+        group = self.groups.get(p.group_id)
+        member = None if group is None else group.members.get(p.member_id)
+        if p.instance_id is not None and group is not None:
+            member = group.static_member(p.instance_id)
+            if member is not None and member.member_id != p.member_id:
+                raise HeartbeatError(
+                    ErrorCode.FENCED_INSTANCE_ID,
+                    f"Static member {p.member_id} with instance id {p.instance_id} is fenced "
+                    f"by {member.member_id}.",
+                )
+        if group is None or member is None:
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {p.member_id} is not a member of group {p.group_id}.",
+            )
+        if p.member_epoch == STATIC_LEAVE_EPOCH:
+            # a static member away for a while: it keeps its partitions until its session
+            # times out, and gets them back if it returns before
+            group.put(
+                replace(
+                    member,
+                    member_epoch=STATIC_LEAVE_EPOCH,
+                    previous_member_epoch=member.member_epoch,
+                    pending_revocation=NO_PARTITIONS,
+                )
+            )
+            log.info("group %s: static member %s left for now", group.group_id, member.member_id)
+        else:
+            self._fence(group, member.member_id, "it left the group")
+        return ConsumerHeartbeatResult(
+            ErrorCode.NONE, member_id=p.member_id, member_epoch=p.member_epoch
+        )
+
+    def _fence(self, group: ConsumerGroup, member_id: str, why: str) -> None:
+        if group.remove(member_id) is None:
+            return
+        self._cancel_timers(group.group_id, member_id)
+        group.resolved_regexes &= {m.subscribed_topic_regex for m in group.members.values()}
+        group.group_epoch += 1
+        self.rebalances += 1
+        log.info("group %s: member %s removed: %s", group.group_id, member_id, why)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.timers.cancel(("consumer-session", group_id, member_id))
+        self.timers.cancel(("consumer-rebalance", group_id, member_id))
+
+    def _schedule_session(self, group_id: str, member_id: str) -> None:
+        self.timers.schedule(
+            ("consumer-session", group_id, member_id),
+            self.config.session_timeout_ms / 1000,
+            lambda: self._session_expired(group_id, member_id),
+        )
+
+    def _session_expired(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None:
+            self._fence(group, member_id, "its session expired")
+
+    def _rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if group is not None and member is not None and member.member_epoch == epoch:
+            self._fence(group, member_id, f"it did not revoke its partitions of epoch {epoch}")
+
+    def forget_empty(self, keep: Callable[[str], bool]) -> None:
+        """Drop the groups with no members, but those ``keep`` names (their offsets are
+        still kept): Kafka removes an empty group once it has no offsets either."""
+        for group_id in [g for g, group in self.groups.items() if not group.members]:
+            if not keep(group_id):
+                del self.groups[group_id]
+
+    def unload(self, group_ids: Iterable[str]) -> None:
+        """Forget groups this broker no longer coordinates."""
+        for group_id in list(group_ids):
+            group = self.groups.pop(group_id, None)
+            for member_id in [] if group is None else list(group.members):
+                self._cancel_timers(group_id, member_id)
+
+    # ============================================================ offsets
+
+    def validate_commit(self, group_id: str, member_id: str, member_epoch: int) -> int | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit; None: not a consumer group."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if member_epoch < 0 and not group.members:
+            return ErrorCode.NONE  # an admin client, or a consumer without a group
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """Kafka's ConsumerGroup.validateOffsetFetch."""
+        group = self.groups.get(group_id)
+        if group is None or (member_id is None and member_epoch < 0):
+            return ErrorCode.NONE
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def in_use(self, group_id: str) -> bool:
+        """Whether ``group_id`` is a consumer group with members."""
+        group = self.groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    # ================================================================ admin
+
+    def describe(self, group_id: str) -> ConsumerGroupDescription:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ConsumerGroupDescription(
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                group_id,
+                f"Group {group_id} not found.",
+                state=str(GroupState.DEAD),
+            )
+        return ConsumerGroupDescription(
+            ErrorCode.NONE,
+            group_id,
+            state=str(group.state),
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=group.assignor_name or self._assignor_of(group),
+            members=tuple(
+                ConsumerMemberDescription(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    rack_id=m.rack_id,
+                    member_epoch=m.member_epoch,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    subscribed_topic_names=m.subscribed_topic_names,
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    assignment=_by_topic(m.assigned),
+                    target_assignment=_by_topic(group.target.get(m.member_id, NO_PARTITIONS)),
+                )
+                for m in group.members.values()
+            ),
+        )
+
+    def overviews(self) -> list[tuple[str, str]]:
+        """(group id, state) of every consumer group."""
+        return [(g.group_id, str(g.state)) for g in self.groups.values()]
+
+
+def _subscribed(
+    member: ConsumerMember, metadata: dict[str, tuple[uuid.UUID, int]], resolved: set[str]
+) -> set[str]:
+    """The topic names ``member`` is subscribed to that exist (names and its regex, once
+    resolved)."""
+    names = {t for t in member.subscribed_topic_names if t in metadata}
+    if member.subscribed_topic_regex in resolved:
+        pattern = re.compile(member.subscribed_topic_regex)
+        names |= {t for t in metadata if t not in INTERNAL_TOPICS and pattern.fullmatch(t)}
+    return names
+
+
+def _subscription_metadata(
+    group: ConsumerGroup, topics: TopicLookup
+) -> dict[str, tuple[uuid.UUID, int]]:
+    """The topics the group's members subscribe to, by name or by a resolved regex, as
+    they are now (internal topics never match a regex)."""
+    wanted = group.subscribed_names()
+    patterns = [re.compile(r) for r in sorted(group.resolved_regexes)]
+    if patterns:
+        wanted |= {
+            t
+            for t in topics.names()
+            if t not in INTERNAL_TOPICS and any(p.fullmatch(t) for p in patterns)
+        }
+    out = {}
+    for name in sorted(wanted):
+        meta = topics.by_name(name)
+        if meta is not None and meta.partitions > 0:
+            out[name] = (meta.topic_id, meta.partitions)
+    return out
+
+
+def _partitions(assignment: Assignment) -> Partitions:
+    return frozenset((t, p) for t, ps in assignment.items() for p in ps)
+
+
+def _by_topic(partitions: Partitions) -> dict[uuid.UUID, list[int]]:
+    out: dict[uuid.UUID, list[int]] = {}
+    for t, p in sorted(partitions, key=lambda tp: (str(tp[0]), tp[1])):
+        out.setdefault(t, []).append(p)
+    return out
