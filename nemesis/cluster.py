@@ -148,11 +148,16 @@ class Cluster:
         brokers: int = 3,
         settings: dict[str, str] | None = None,
         launcher: str = "trio_broker",
+        disk_mb: int = 0,
     ):
         """``launcher``: the module brokers run as (``python -m``); ``trio_broker`` itself,
-        or a test-only launcher such as ``nemesis.unfenced_broker``."""
+        or a test-only launcher such as ``nemesis.unfenced_broker``. ``disk_mb``: each
+        broker's ``log.dirs`` is a tmpfs of that size (a disk that can fill), not a folder
+        of the run's directory."""
         self.base = base
         self.launcher = launcher
+        self.disk_mb = disk_mb
+        self._mounts: list[Path] = []
         self.broker_names = [f"b{i}" for i in range(1, brokers + 1)]
         self.settings = {**SAFE, **(settings or {})}
         self.net: Network | None = None
@@ -216,6 +221,22 @@ class Cluster:
         address = self.net.address(name)
         data = self.base / name
         data.mkdir(parents=True, exist_ok=True)
+        if self.disk_mb:
+            self.log_dir(name).mkdir()
+            subprocess.run(
+                [
+                    "mount",
+                    "-t",
+                    "tmpfs",
+                    "-o",
+                    f"size={self.disk_mb}m",
+                    "tmpfs",
+                    str(self.log_dir(name)),
+                ],
+                check=True,
+                timeout=30,
+            )
+            self._mounts.append(self.log_dir(name))
         settings = {
             "broker.id": str(self.broker_id(name)),
             "log.dirs": str(data / "logs"),
@@ -246,6 +267,8 @@ class Cluster:
                 self._zk = None
         for node in reversed(list(self.nodes.values())):
             node.stop(timeout=20)
+        while self._mounts:
+            subprocess.run(["umount", str(self._mounts.pop())], timeout=30, check=False)
         if self.net is not None:
             self.net.close()
 

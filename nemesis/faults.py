@@ -13,7 +13,9 @@ Owns: ``Fault`` (a name, what it did, and ``heal``) and the nemeses a schedule c
   the other direction works; ``leader_unheard``: the leader's, to every other node;
 - ``packet_loss(percent)``: every link between nodes drops that share of packets;
 - ``pause(name)``: SIGSTOP, healed by SIGCONT (a GC pause, a stalled VM);
-- ``kill(name)``: ``kill -9``, healed by starting the node again on its data.
+- ``kill(name)``: ``kill -9``, healed by starting the node again on its data;
+- ``fill_disk(name)``: the broker's log dir (a tmpfs) filled to the last byte, healed by
+  freeing it and restarting the broker.
 
 A network fault is nftables rules in the nodes' namespaces; its heal flushes them all, so
 faults of the network compose by starting several and healing once. It must not know about
@@ -140,6 +142,31 @@ def pause(cluster: Cluster, name: str) -> Fault:
     node = cluster.nodes[name]
     node.pause()
     return Fault("pause", f"{name} stopped (SIGSTOP)", node.resume)
+
+
+def fill_disk(cluster: Cluster, name: str) -> Fault:
+    """Fill broker ``name``'s log dir (a tmpfs: ``Cluster(disk_mb=...)``) to the last byte.
+    The heal is Kafka's: free the space, then restart the broker, since a log dir that
+    failed stays offline until then."""
+    if not cluster.disk_mb:
+        raise RuntimeError("fill-disk needs a cluster whose log dirs are tmpfs (disk_mb)")
+    filler = cluster.log_dir(name) / "filler"
+    with filler.open("wb") as f:
+        chunk = b"\0" * (1 << 20)
+        try:
+            while True:
+                f.write(chunk)
+                f.flush()
+        except OSError:  # ENOSPC: full
+            pass
+
+    def heal() -> None:
+        filler.unlink(missing_ok=True)
+        node = cluster.nodes[name]
+        node.stop()
+        node.start()
+
+    return Fault("fill-disk", f"{name}'s log dir full", heal)
 
 
 def kill(cluster: Cluster, name: str) -> Fault:

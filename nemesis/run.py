@@ -10,12 +10,15 @@ fault is made beyond the ``faults`` functions.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from . import faults
@@ -25,6 +28,7 @@ from .replicas import replica_logs
 from .txn import TxnHistory, TxnReader, TxnVerdict, TxnWriter, check_txn
 from .workload import History, Reader, Writer, read_all
 
+T = TypeVar("T")
 TOPIC = "queue"
 TXN_TOPIC = "txn"
 TXN_ID = "nemesis-txn"  # the transactional workload's transactional.id
@@ -42,6 +46,7 @@ NEMESES: dict[str, Callable[[Cluster], faults.Fault]] = {
     "pause-leader": lambda c: faults.pause(c, faults.leader_of(c, TOPIC)),
     "pause-zookeeper": lambda c: faults.pause(c, ZK),
     "kill-leader": lambda c: faults.kill(c, faults.leader_of(c, TOPIC)),
+    "fill-disk-leader": lambda c: faults.fill_disk(c, faults.leader_of(c, TOPIC)),
 }
 
 
@@ -60,7 +65,8 @@ class Result:
     events: list[Event] = field(default_factory=list)
     seconds: float = 0.0
     txn: TxnVerdict | None = None  # with the transactional workload
-    leftovers: list[str] = field(default_factory=list)  # namespaces, links not removed
+    # namespaces and links not removed, Kafka clients still alive: none, after a run
+    leftovers: list[str] = field(default_factory=list)
 
 
 def _settled(cluster: Cluster, partitions: int, replicas: int, topics: list[str]) -> bool:
@@ -69,6 +75,40 @@ def _settled(cluster: Cluster, partitions: int, replicas: int, topics: list[str]
         if state is None or state["leader"] < 0 or len(state["isr"]) < replicas:
             return False
     return True
+
+
+class Clients:
+    """The run's producers and consumers, destroyed before the network is removed: a
+    librdkafka client left alive keeps reconnecting to the brokers' addresses, and once
+    the namespaces are gone those packets would follow the machine's default route out."""
+
+    def __init__(self) -> None:
+        self._all: list[Any] = []
+
+    def add(self, client: T) -> T:
+        self._all.append(client)
+        return client
+
+    def close(self) -> None:
+        for client in self._all:
+            client.close()
+        self._all.clear()
+        gc.collect()
+
+
+def _kafka_clients() -> list[Any]:
+    gc.collect()
+    kinds = (Producer, Consumer, AdminClient)
+    return [o for o in gc.get_objects() if isinstance(o, kinds)]
+
+
+def _create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        for f in admin.create_topics([NewTopic(t, partitions, 3) for t in topics]).values():
+            f.result(30)
+    finally:
+        del admin  # destroyed now, also on an error: no client may outlive the network
 
 
 def _unsettled(cluster: Cluster, partitions: int, replicas: int, topics: list[str]) -> list[str]:
@@ -102,24 +142,30 @@ def run(
     """With ``transactions``, the transactional workload runs beside the queue workload,
     on a topic of its own."""
     t0 = time.monotonic()
-    cluster = Cluster(base, settings=settings, launcher=launcher).start()
+    # a disk that can fill is a small tmpfs: only for the schedules that fill one
+    disk_mb = 256 if any(name.startswith("fill-disk") for name in schedule) else 0
+    cluster = Cluster(base, settings=settings, launcher=launcher, disk_mb=disk_mb).start()
     history, txn_history = History(), TxnHistory()
     topics = [TOPIC, *([TXN_TOPIC] if transactions else [])]
     events: list[Event] = []
+    clients = Clients()
+    before = {id(o) for o in _kafka_clients()}
     try:
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        for f in admin.create_topics([NewTopic(t, partitions, 3) for t in topics]).values():
-            f.result(30)
+        _create_topics(cluster.bootstrap, topics, partitions)
         until(
             "every partition led with three replicas in sync",
             lambda: _settled(cluster, partitions, 3, topics),
             60,
         )
-        writer = Writer(cluster.bootstrap, TOPIC, history, rate).start()
-        reader = Reader(cluster.bootstrap, TOPIC, partitions, history).start()
+        writer = clients.add(Writer(cluster.bootstrap, TOPIC, history, rate).start())
+        reader = clients.add(Reader(cluster.bootstrap, TOPIC, partitions, history).start())
         if transactions:
-            txn_writer = TxnWriter(cluster.bootstrap, TXN_TOPIC, partitions, txn_history).start()
-            txn_reader = TxnReader(cluster.bootstrap, TXN_TOPIC, partitions, txn_history).start()
+            txn_writer = clients.add(
+                TxnWriter(cluster.bootstrap, TXN_TOPIC, partitions, txn_history).start()
+            )
+            txn_reader = clients.add(
+                TxnReader(cluster.bootstrap, TXN_TOPIC, partitions, txn_history).start()
+            )
         started = time.monotonic()
         until(
             "the first writes acknowledged", lambda: _acked_since(history, started, partitions), 60
@@ -186,8 +232,10 @@ def run(
             for p, copies_of_p in sorted(txn_copies.items()):
                 txn_verdict.divergent += compare_copies(p, copies_of_p)
     finally:
+        clients.close()  # each drops its librdkafka handle
+        live = [f"a live {type(o).__name__}" for o in _kafka_clients() if id(o) not in before]
         cluster.close()
-    left = cluster.net.leftovers() if cluster.net is not None else []
+    left = [*(cluster.net.leftovers() if cluster.net is not None else []), *live]
     return Result(
         schedule,
         verdict,

@@ -143,6 +143,12 @@ class TxnWriter:
         self._stop.set()
         self._thread.join(180)
 
+    def close(self) -> None:
+        """Stop (if not yet) and destroy the producer."""
+        self.stop()
+        if hasattr(self, "producer"):
+            del self.producer
+
 
 class TxnReader:
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: TxnHistory):
@@ -175,7 +181,15 @@ class TxnReader:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(10)
-        self.consumer.close()
+        self.close()
+
+    def close(self) -> None:
+        """Stop reading (if not yet) and destroy the consumer."""
+        self._stop.set()
+        self._thread.join(10)
+        if hasattr(self, "consumer"):
+            self.consumer.close()
+            del self.consumer
 
 
 @dataclass

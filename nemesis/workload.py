@@ -117,6 +117,13 @@ class Writer:
         self._thread.start()
         return self
 
+    def close(self) -> None:
+        """Stop sending (if not yet) and destroy the producer."""
+        self._stop.set()
+        self._thread.join(10)
+        if hasattr(self, "producer"):
+            del self.producer
+
     def stop(self, timeout: float = 60) -> int:
         """Stop sending; wait (bounded) for every sent value's answer. Values unanswered."""
         self._stop.set()
@@ -163,7 +170,15 @@ class Reader:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(10)
-        self.consumer.close()
+        self.close()
+
+    def close(self) -> None:
+        """Stop reading (if not yet) and destroy the consumer."""
+        self._stop.set()
+        self._thread.join(10)
+        if hasattr(self, "consumer"):
+            self.consumer.close()
+            del self.consumer
 
 
 def read_all(
