@@ -1,15 +1,18 @@
-"""``python -m nemesis``: runs of each nemesis over the queue workload, and their table.
+"""``python -m nemesis``: runs of each nemesis over the queue and transactional workloads,
+and their table.
 
 Each run starts a fresh cluster (ZooKeeper and three brokers in namespaces), applies one
 nemesis again and again for ``--duration`` seconds (``--fault`` seconds on, ``--gap`` off),
-heals, settles and checks. The table goes to stdout (and ``--out``); a run with an anomaly
-prints its details and makes the exit status 1.
+or with ``--mix`` the chosen nemeses in a random order, heals, settles and checks. The
+table goes to stdout (and ``--out``); a run with an anomaly prints its details and makes
+the exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import random
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault", type=float, default=12, help="seconds a fault lasts")
     parser.add_argument("--gap", type=float, default=6, help="seconds between faults")
     parser.add_argument("--out", type=Path, help="also write the table here")
+    parser.add_argument(
+        "--mix",
+        action="store_true",
+        help="each run applies the chosen nemeses in a random order (--seed) instead of one",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the order of --mix runs")
     parser.add_argument(
         "--no-transactions",
         action="store_true",
@@ -46,13 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     rounds = max(1, math.ceil(args.duration / (args.fault + args.gap)))
     rows: dict[str, list[Result]] = {}
     bad = 0
-    for name in names:
+    rng = random.Random(args.seed)
+    plans = [("mixed", names)] if args.mix else [(name, [name]) for name in names]
+    for name, pool in plans:
         for i in range(args.runs):
+            schedule = [rng.choice(pool) for _ in range(rounds)] if args.mix else pool * rounds
             with tempfile.TemporaryDirectory(prefix="nemesis-") as tmp:
                 print(f"{name} run {i + 1}/{args.runs}", file=sys.stderr)
                 result = run(
                     Path(tmp),
-                    [name] * rounds,
+                    schedule,
                     fault_s=args.fault,
                     gap_s=args.gap,
                     settings=settings,
