@@ -32,8 +32,36 @@ from typing import Any
 from .workload import History, Read
 
 
+class Findings:
+    """What a verdict of either workload shares: its anomaly lists, named in ``KINDS``
+    (attribute names; reported with dashes), counted, and printed."""
+
+    KINDS: tuple[str, ...] = ()
+
+    @property
+    def anomalies(self) -> dict[str, int]:
+        return {kind.replace("_", "-"): len(getattr(self, kind)) for kind in self.KINDS}
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.anomalies.values())
+
+    def found(self) -> str:
+        return ", ".join(f"{n} {k}" for k, n in self.anomalies.items() if n) or "none"
+
+    def details(self, limit: int = 10) -> str:
+        parts = []
+        for kind in self.KINDS:
+            items = getattr(self, kind)
+            if items:
+                parts.append(f"{kind}: {items[:limit]}{' ...' if len(items) > limit else ''}")
+        return "; ".join(parts)
+
+
 @dataclass
-class Verdict:
+class Verdict(Findings):
+    KINDS = ("lost", "duplicate", "inconsistent", "divergent", "nonmonotonic", "unhealthy", "stuck")
+
     acked: int = 0
     unknown: int = 0
     read: int = 0
@@ -46,36 +74,12 @@ class Verdict:
     stuck: list[str] = field(default_factory=list)
     longest_gap_s: float = 0.0  # the longest time a partition acknowledged nothing
 
-    @property
-    def anomalies(self) -> dict[str, int]:
-        return {
-            "lost": len(self.lost),
-            "duplicate": len(self.duplicate),
-            "inconsistent": len(self.inconsistent),
-            "divergent": len(self.divergent),
-            "nonmonotonic": len(self.nonmonotonic),
-            "unhealthy": len(self.unhealthy),
-            "stuck": len(self.stuck),
-        }
-
-    @property
-    def ok(self) -> bool:
-        return not any(self.anomalies.values())
-
     def summary(self) -> str:
-        found = ", ".join(f"{n} {k}" for k, n in self.anomalies.items() if n) or "none"
         return (
             f"{self.acked} acknowledged, {self.unknown} unknown, {self.read} read back; "
-            f"anomalies: {found}; longest gap in acknowledgements {self.longest_gap_s:.1f} s"
+            f"anomalies: {self.found()}; longest gap in acknowledgements "
+            f"{self.longest_gap_s:.1f} s"
         )
-
-    def details(self, limit: int = 10) -> str:
-        parts = []
-        for name in (*self.anomalies,):
-            items = getattr(self, name)
-            if items:
-                parts.append(f"{name}: {items[:limit]}{' ...' if len(items) > limit else ''}")
-        return "; ".join(parts)
 
 
 def check(

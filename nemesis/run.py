@@ -25,7 +25,7 @@ from . import faults
 from .checker import Verdict, check, compare_copies
 from .cluster import ZK, Cluster, until
 from .replicas import replica_logs
-from .txn import TxnHistory, TxnReader, TxnVerdict, TxnWriter, check_txn
+from .txn import TxnHistory, TxnVerdict, TxnWriter, check_txn
 from .workload import History, Reader, Writer, read_all
 
 T = TypeVar("T")
@@ -158,14 +158,23 @@ def run(
             60,
         )
         writer = clients.add(Writer(cluster.bootstrap, TOPIC, history, rate).start())
-        reader = clients.add(Reader(cluster.bootstrap, TOPIC, partitions, history).start())
+        reader = clients.add(
+            Reader(cluster.bootstrap, TOPIC, partitions, history.reads, history.read_errors)
+        ).start()
         if transactions:
             txn_writer = clients.add(
                 TxnWriter(cluster.bootstrap, TXN_TOPIC, partitions, txn_history).start()
             )
             txn_reader = clients.add(
-                TxnReader(cluster.bootstrap, TXN_TOPIC, partitions, txn_history).start()
-            )
+                Reader(
+                    cluster.bootstrap,
+                    TXN_TOPIC,
+                    partitions,
+                    txn_history.reads,
+                    txn_history.read_errors,
+                    isolation="read_committed",
+                )
+            ).start()
         started = time.monotonic()
         until(
             "the first writes acknowledged", lambda: _acked_since(history, started, partitions), 60

@@ -4,8 +4,8 @@ transactional producer can show).
 Owns: ``TxnWriter``, a confluent-kafka transactional producer that, again and again, begins
 a transaction, writes one unique value to each partition of its topic, and commits it, or
 aborts every ``abort_every``-th, recording each transaction's values, outcome and the time
-its commit returned; ``TxnReader``, a read_committed consumer of every partition recording
-what it saw; and ``check_txn``, which finds over the history and a final read_committed read:
+its commit returned (the workload's reader is the queue's ``Reader`` with read_committed);
+and ``check_txn``, which finds over the history and a final read_committed read:
 
 - **aborted read**: a value of an aborted transaction seen by a read_committed reader;
 - **lost**: a committed transaction none of whose values is in the final read;
@@ -30,8 +30,9 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 
+from .checker import Findings
 from .workload import Read
 
 
@@ -48,6 +49,7 @@ class Txn:
 class TxnHistory:
     txns: list[Txn] = field(default_factory=list)
     reads: list[Read] = field(default_factory=list)
+    read_errors: list[str] = field(default_factory=list)
     fatal: list[str] = field(default_factory=list)
 
     def commit_times(self) -> list[float]:
@@ -150,50 +152,10 @@ class TxnWriter:
             del self.producer
 
 
-class TxnReader:
-    def __init__(self, bootstrap: str, topic: str, partitions: int, history: TxnHistory):
-        self.history = history
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="nemesis-txn-reader", daemon=True)
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": "nemesis-txn-reader",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-                "topic.metadata.refresh.interval.ms": 1000,
-                "log.connection.close": False,
-            }
-        )
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for msg in self.consumer.consume(500, timeout=0.2):
-                if msg.error() is None and msg.value() is not None:
-                    value = int(msg.value())  # type: ignore[arg-type]
-                    self.history.reads.append((msg.partition() or 0, msg.offset() or 0, value))
-
-    def start(self) -> TxnReader:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self.close()
-
-    def close(self) -> None:
-        """Stop reading (if not yet) and destroy the consumer."""
-        self._stop.set()
-        self._thread.join(10)
-        if hasattr(self, "consumer"):
-            self.consumer.close()
-            del self.consumer
-
-
 @dataclass
-class TxnVerdict:
+class TxnVerdict(Findings):
+    KINDS = ("aborted_read", "lost", "partial", "duplicate", "stuck", "divergent")
+
     committed: int = 0
     aborted: int = 0
     unknown: int = 0
@@ -205,36 +167,12 @@ class TxnVerdict:
     divergent: list[str] = field(default_factory=list)  # replicas' files, as the queue's
     longest_commit_gap_s: float = 0.0
 
-    @property
-    def anomalies(self) -> dict[str, int]:
-        return {
-            "aborted-read": len(self.aborted_read),
-            "lost": len(self.lost),
-            "partial": len(self.partial),
-            "duplicate": len(self.duplicate),
-            "stuck": len(self.stuck),
-            "divergent": len(self.divergent),
-        }
-
-    @property
-    def ok(self) -> bool:
-        return not any(self.anomalies.values())
-
     def summary(self) -> str:
-        found = ", ".join(f"{n} {k}" for k, n in self.anomalies.items() if n) or "none"
         return (
             f"{self.committed} transactions committed, {self.aborted} aborted, "
-            f"{self.unknown} unknown; anomalies: {found}; longest gap between commits "
+            f"{self.unknown} unknown; anomalies: {self.found()}; longest gap between commits "
             f"{self.longest_commit_gap_s:.1f} s"
         )
-
-    def details(self, limit: int = 10) -> str:
-        parts = []
-        for name in ("aborted_read", "lost", "partial", "duplicate", "stuck", "divergent"):
-            items = getattr(self, name)
-            if items:
-                parts.append(f"{name}: {items[:limit]}{' ...' if len(items) > limit else ''}")
-        return "; ".join(parts)
 
 
 def check_txn(

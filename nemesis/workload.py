@@ -136,17 +136,27 @@ class Writer:
 
 
 class Reader:
-    """Reads every partition from offset 0 while the run goes on, recording what it saw."""
+    """Reads every partition from offset 0 while the run goes on, recording what it saw in
+    ``reads`` (and the errors it got in ``errors``)."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, history: History):
-        self.history = history
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        reads: list[Read],
+        errors: list[str],
+        isolation: str = "read_uncommitted",
+    ):
+        self.reads, self.errors = reads, errors
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="nemesis-reader", daemon=True)
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
-                "group.id": "nemesis-reader",  # assigned, not subscribed: no group work
+                "group.id": f"nemesis-reader-{topic}",  # assigned, not subscribed
                 "enable.auto.commit": False,
+                "isolation.level": isolation,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "log.connection.close": False,
             }
@@ -157,11 +167,11 @@ class Reader:
         while not self._stop.is_set():
             for msg in self.consumer.consume(500, timeout=0.2):
                 if msg.error() is not None:
-                    self.history.read_errors.append(str(msg.error()))
+                    self.errors.append(str(msg.error()))
                     continue
                 value = msg.value()
-                assert value is not None
-                self.history.reads.append((msg.partition() or 0, msg.offset() or 0, int(value)))
+                if value is not None:
+                    self.reads.append((msg.partition() or 0, msg.offset() or 0, int(value)))
 
     def start(self) -> Reader:
         self._thread.start()
