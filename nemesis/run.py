@@ -179,6 +179,12 @@ def run(
         until(
             "the first writes acknowledged", lambda: _acked_since(history, started, partitions), 60
         )
+        if transactions:  # faults begin once both workloads work
+            until(
+                "the first transaction committed",
+                lambda: txn_history.commit_times() or txn_history.fatal,
+                90,
+            )
         for name in schedule:
             fault = NEMESES[name](cluster)
             began = time.monotonic()

@@ -83,11 +83,17 @@ class TxnWriter:
         )
 
     def _run(self) -> None:
-        try:
-            self.producer.init_transactions(60)
-        except KafkaException as exc:
-            self.history.fatal.append(f"init_transactions: {exc}")
-            return
+        deadline = time.monotonic() + 90
+        while True:  # as an application does: a retriable error is tried again
+            try:
+                self.producer.init_transactions(60)
+                break
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not err.retriable() or time.monotonic() > deadline or self._stop.is_set():
+                    self.history.fatal.append(f"init_transactions: {exc}")
+                    return
+                self._stop.wait(0.5)
         n = 0
         while not self._stop.is_set():
             txn = Txn(n, [n * self.partitions + p for p in range(self.partitions)])
