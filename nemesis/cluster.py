@@ -35,6 +35,7 @@ JARS = Path("/usr/share/java")
 ZK_CONF = Path("/etc/zookeeper/conf")
 ZK_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 CLIENT_PORT, CONTROL_PORT, ZK_PORT = 9092, 9093, 2181
+FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")
 
 # What a cluster that promises no loss of acknowledged writes runs with (Kafka's advice):
 # three replicas, two in sync for acks=all, no unclean elections. The timeouts are short so
@@ -149,14 +150,18 @@ class Cluster:
         settings: dict[str, str] | None = None,
         launcher: str = "trio_broker",
         disk_mb: int = 0,
+        clocks: bool = False,
     ):
         """``launcher``: the module brokers run as (``python -m``); ``trio_broker`` itself,
         or a test-only launcher such as ``nemesis.unfenced_broker``. ``disk_mb``: each
         broker's ``log.dirs`` is a tmpfs of that size (a disk that can fill), not a folder
-        of the run's directory."""
+        of the run's directory. ``clocks``: brokers run under libfaketime (Debian's
+        ``faketime``) with a clock offset file each (``clock_file``), so that one broker's
+        wall clock can jump; their monotonic clocks are left alone."""
         self.base = base
         self.launcher = launcher
         self.disk_mb = disk_mb
+        self.clocks = clocks
         self._mounts: list[Path] = []
         self.broker_names = [f"b{i}" for i in range(1, brokers + 1)]
         self.settings = {**SAFE, **(settings or {})}
@@ -253,6 +258,16 @@ class Cluster:
         # the checkout is on the path, for a launcher of the nemesis package.
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRIO_BROKER_")}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        if self.clocks:
+            if not FAKETIME.exists():
+                raise RuntimeError("a clock jump needs libfaketime: apt-get install faketime")
+            self.clock_file(name).write_text("+0\n")
+            env.update(
+                LD_PRELOAD=str(FAKETIME),
+                FAKETIME_TIMESTAMP_FILE=str(self.clock_file(name)),
+                FAKETIME_CACHE_DURATION="1",  # the file is read again every second
+                DONT_FAKE_MONOTONIC="1",
+            )
         self.nodes[name] = Node(
             name, argv, data / "broker.log", lambda text: " started: " in text, env
         )
@@ -298,6 +313,10 @@ class Cluster:
         if not self.zk.exists("/controller"):
             return -1
         return int(json.loads(self.zk.get("/controller")[0])["brokerid"])
+
+    def clock_file(self, name: str) -> Path:
+        """libfaketime's offset for broker ``name`` (``+0``, ``+2h``, ``-10m``...)."""
+        return self.base / name / "faketime"
 
     def log_dir(self, name: str) -> Path:
         return self.base / name / "logs"

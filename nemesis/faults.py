@@ -14,6 +14,7 @@ Owns: ``Fault`` (a name, what it did, and ``heal``) and the nemeses a schedule c
 - ``packet_loss(percent)``: every link between nodes drops that share of packets;
 - ``pause(name)``: SIGSTOP, healed by SIGCONT (a GC pause, a stalled VM);
 - ``kill(name)``: ``kill -9``, healed by starting the node again on its data;
+- ``clock_jump(name, offset)``: the broker's wall clock jumps (libfaketime), and back;
 - ``fill_disk(name)``: the broker's log dir (a tmpfs) filled to the last byte, healed by
   freeing it and restarting the broker.
 
@@ -167,6 +168,19 @@ def fill_disk(cluster: Cluster, name: str) -> Fault:
         node.start()
 
     return Fault("fill-disk", f"{name}'s log dir full", heal)
+
+
+def clock_jump(cluster: Cluster, name: str, offset: str = "+2h") -> Fault:
+    """Broker ``name``'s wall clock jumps by ``offset`` (libfaketime's syntax), and back at
+    the heal: a backward jump of the same size."""
+    if not cluster.clocks:
+        raise RuntimeError("a clock jump needs a cluster started with clocks=True")
+    cluster.clock_file(name).write_text(f"{offset}\n")
+
+    def heal() -> None:
+        cluster.clock_file(name).write_text("+0\n")
+
+    return Fault("clock-jump", f"{name}'s wall clock {offset}", heal)
 
 
 def kill(cluster: Cluster, name: str) -> Fault:

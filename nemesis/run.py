@@ -47,6 +47,7 @@ NEMESES: dict[str, Callable[[Cluster], faults.Fault]] = {
     "pause-zookeeper": lambda c: faults.pause(c, ZK),
     "kill-leader": lambda c: faults.kill(c, faults.leader_of(c, TOPIC)),
     "fill-disk-leader": lambda c: faults.fill_disk(c, faults.leader_of(c, TOPIC)),
+    "clock-jump-leader": lambda c: faults.clock_jump(c, faults.leader_of(c, TOPIC)),
 }
 
 
@@ -144,7 +145,10 @@ def run(
     t0 = time.monotonic()
     # a disk that can fill is a small tmpfs: only for the schedules that fill one
     disk_mb = 256 if any(name.startswith("fill-disk") for name in schedule) else 0
-    cluster = Cluster(base, settings=settings, launcher=launcher, disk_mb=disk_mb).start()
+    clocks = any(name.startswith("clock-") for name in schedule)
+    cluster = Cluster(
+        base, settings=settings, launcher=launcher, disk_mb=disk_mb, clocks=clocks
+    ).start()
     history, txn_history = History(), TxnHistory()
     topics = [TOPIC, *([TXN_TOPIC] if transactions else [])]
     events: list[Event] = []
