@@ -35,7 +35,11 @@ JARS = Path("/usr/share/java")
 ZK_CONF = Path("/etc/zookeeper/conf")
 ZK_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 CLIENT_PORT, CONTROL_PORT, ZK_PORT = 9092, 9093, 2181
-FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")
+# Debian's faketime package, under the machine's multiarch triplet
+FAKETIME = next(
+    iter(sorted(Path("/usr/lib").glob("*/faketime/libfaketimeMT.so.1"))),
+    Path("/usr/lib/faketime/libfaketimeMT.so.1"),
+)
 
 # What a cluster that promises no loss of acknowledged writes runs with (Kafka's advice):
 # three replicas, two in sync for acks=all, no unclean elections. The timeouts are short so
