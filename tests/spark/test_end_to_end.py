@@ -281,7 +281,7 @@ def test_on_a_cpu_bound_broker_the_advisor_changes_no_pool(tmp_path: Path) -> No
         kafka_admin.create_topics([NewTopic("load", 24, 1)])["load"].result(10)
         loads = [
             subprocess.Popen(
-                [*LOAD, broker.bootstrap, str(SCRAPE_S + 25), str(8 * k), "8"],
+                [*LOAD, broker.bootstrap, str(SCRAPE_S + 120), str(8 * k), "8"],
                 cwd=ROOT,
                 stderr=subprocess.DEVNULL,
             )
@@ -290,7 +290,11 @@ def test_on_a_cpu_bound_broker_the_advisor_changes_no_pool(tmp_path: Path) -> No
         wait_until_loop_busy(admin, 0.85)  # the load has ramped up: then observe it
         scrape(admin, scraped)
         for p in loads:
-            assert p.wait(60) == 0
+            # the load ran through the scrape; at nice 19 behind other test workers it may
+            # take long to finish its own time, so it is stopped here
+            assert p.poll() is None, "a load process ended before the scrape did"
+            p.terminate()
+            p.wait(30)
         trends(scraped, out)
         # The clients share the machine's two cores with the broker, so its loop gets at
         # most about one: the test asks for 80% busy rather than the default 90%.
