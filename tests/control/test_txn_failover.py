@@ -133,6 +133,22 @@ class Committer:
         return max(b - a for a, b in itertools.pairwise(times))
 
 
+def orders(
+    brokers: dict[int, BrokerProcess], client: KazooClient
+) -> tuple[str, AdminClient, Committer]:
+    """The cluster's bootstrap servers, an admin client, and the app, once ``orders`` (3
+    replicas, min.insync.replicas 2) has a leader for each partition."""
+    servers = bootstrap(brokers)
+    admin = AdminClient({"bootstrap.servers": servers})
+    config = {"min.insync.replicas": "2"}
+    admin.create_topics([NewTopic("orders", PARTITIONS, 3, config=config)])["orders"].result(30)
+    until(
+        "each partition led",
+        lambda: all(leader_of(client, "orders", q) >= 0 for q in range(PARTITIONS)),
+    )
+    return servers, admin, Committer(servers, "orders-app")
+
+
 def test_a_commit_completes_on_the_new_leader_while_a_marker_target_is_paused(
     tmp_path: Path, zk: tuple[str, KazooClient]
 ) -> None:
@@ -141,15 +157,7 @@ def test_a_commit_completes_on_the_new_leader_while_a_marker_target_is_paused(
         tmp_path, connect, [0, 1, 2], ADMIN, "transaction.state.log.replication.factor=2"
     )
     try:
-        servers = bootstrap(brokers)
-        admin = AdminClient({"bootstrap.servers": servers})
-        config = {"min.insync.replicas": "2"}
-        admin.create_topics([NewTopic("orders", PARTITIONS, 3, config=config)])["orders"].result(30)
-        until(
-            "each partition led",
-            lambda: all(leader_of(client, "orders", q) >= 0 for q in range(PARTITIONS)),
-        )
-        app = Committer(servers, "orders-app")
+        servers, _, app = orders(brokers, client)
         coordinator = leader_of(client, TXN_STATE, 0)
         # The paused broker holds no replica of __transaction_state (replication factor
         # 2 here), so the transaction's PREPARE_COMMIT is written at once; it leads a
@@ -236,15 +244,7 @@ def test_b_a_new_coordinator_completes_a_prepared_commit_without_the_old_one(
     connect, client = zk
     brokers = start(tmp_path, connect, [0, 1, 2], ADMIN)
     try:
-        servers = bootstrap(brokers)
-        admin = AdminClient({"bootstrap.servers": servers})
-        config = {"min.insync.replicas": "2"}
-        admin.create_topics([NewTopic("orders", PARTITIONS, 3, config=config)])["orders"].result(30)
-        until(
-            "each partition led",
-            lambda: all(leader_of(client, "orders", q) >= 0 for q in range(PARTITIONS)),
-        )
-        app = Committer(servers, "orders-app")
+        servers, admin, app = orders(brokers, client)
         assert app.one()
         old = leader_of(client, TXN_STATE, 0)
         assert old in {leader_of(client, "orders", q) for q in range(PARTITIONS)}

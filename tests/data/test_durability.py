@@ -10,7 +10,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from ..support.brokers import BrokerProcess
 
 
-def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tuple[int, bytes]]]:
+def consume_all(
+    bootstrap: str, topic: str, partitions: int, **config: object
+) -> dict[int, list[tuple[int, bytes]]]:
+    """Every record of every partition, read from offset 0 to the end (``config``: the
+    consumer's settings beside these)."""
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -18,6 +22,7 @@ def consume_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[t
             "enable.auto.commit": False,
             "check.crcs": True,
             "enable.partition.eof": True,
+            **config,
         }
     )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])

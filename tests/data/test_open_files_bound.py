@@ -12,14 +12,15 @@ the restart recovers every acknowledged record.
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from ..data.test_durability import consume_all
 from ..support.brokers import BrokerProcess
+from ..support.files import segment_fds
 
 PARTITIONS = 50
 BOUND = 30
@@ -38,20 +39,6 @@ def _overrides(tmp_path: Path) -> list[str]:
     ]
 
 
-def segment_files(pid: int, root: Path) -> int:
-    """The segment files under ``root`` that process ``pid`` has open now."""
-    held = 0
-    fd_dir = f"/proc/{pid}/fd"
-    for fd in os.listdir(fd_dir):
-        try:
-            target = os.readlink(f"{fd_dir}/{fd}")
-        except OSError:  # closed between the listing and the read
-            continue
-        if target.startswith(str(root)) and target.endswith((".log", ".index", ".timeindex")):
-            held += 1
-    return held
-
-
 class Sampler:
     """The most segment files the broker held, sampled until ``stop``."""
 
@@ -65,7 +52,7 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, segment_files(self.pid, self.root))
+            self.peak = max(self.peak, segment_fds(self.root, self.pid))
             self.samples += 1
             self._stop.wait(0.002)
 
@@ -95,31 +82,13 @@ def _produce(bootstrap: str, rounds: int) -> dict[tuple[int, int], bytes]:
 
 
 def _consume(bootstrap: str) -> dict[tuple[int, int], bytes]:
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "checker",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "check.crcs": True,
-            "fetch.max.bytes": 1000,  # at most three batches a response
-            "message.max.bytes": 1000,
-            "max.partition.fetch.bytes": 1000,
-        }
-    )
-    c.assign([TopicPartition("wide", p, 0) for p in range(PARTITIONS)])
-    got: dict[tuple[int, int], bytes] = {}
-    at_eof: set[int] = set()
-    while len(at_eof) < PARTITIONS:
-        m = c.poll(10)
-        assert m is not None, "consumer stalled"
-        if m.error() is not None:
-            assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-            at_eof.add(m.partition())
-            continue
-        got[(m.partition(), m.offset())] = m.value()
-    c.close()
-    return got
+    small = {  # at most three batches a response
+        "fetch.max.bytes": 1000,
+        "message.max.bytes": 1000,
+        "max.partition.fetch.bytes": 1000,
+    }
+    got = consume_all(bootstrap, "wide", PARTITIONS, **small)
+    return {(p, o): value for p, records in got.items() for o, value in records}
 
 
 def test_the_broker_holds_at_most_the_bound_and_a_kill_9_loses_nothing(tmp_path: Path) -> None:
@@ -139,7 +108,7 @@ def test_the_broker_holds_at_most_the_bound_and_a_kill_9_loses_nothing(tmp_path:
     broker.kill()  # most segments closed, nothing flushed since: a crash
     crashed = BrokerProcess(tmp_path, _overrides(tmp_path)).start()
     assert crashed.proc is not None
-    assert segment_files(crashed.proc.pid, tmp_path) <= BOUND + OVERHEAD
+    assert segment_fds(tmp_path, crashed.proc.pid) <= BOUND + OVERHEAD
     stored = _consume(crashed.bootstrap)
     missing = [k for k, v in acked.items() if stored.get(k) != v]
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:5]}"
@@ -166,7 +135,7 @@ def test_the_bound_is_dynamic(tmp_path: Path) -> None:
         assert broker is not None and broker.replica_manager.logs is not None
         logs = broker.replica_manager.logs
         held = logs.open_files()  # the topic's 20 segments and the internal topics'
-        assert held >= 60 and held == segment_files(os.getpid(), tmp_path)
+        assert held >= 60 and held == segment_fds(tmp_path)
 
         def set_bound(value: str) -> None:
             res = ConfigResource(ConfigResource.Type.BROKER, "0")
@@ -179,7 +148,7 @@ def test_the_bound_is_dynamic(tmp_path: Path) -> None:
 
         set_bound("9")
         assert logs.files.max_files == 9
-        assert logs.open_files() <= 9 and segment_files(os.getpid(), tmp_path) <= 9
+        assert logs.open_files() <= 9 and segment_fds(tmp_path) <= 9
         try:
             set_bound("2")
         except KafkaException as exc:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -26,6 +24,7 @@ from trio_broker.log.descriptors import (
     segments_on_disk,
 )
 
+from ..support.files import segment_fds
 from .helpers import fill, read_headers, records
 
 DAY = 24 * 3600 * 1000
@@ -164,37 +163,22 @@ def test_periodic_flush_retention_and_roll(tmp_path) -> None:
     mgr.close()
 
 
-def _segment_fds(root: Path) -> int:
-    """The descriptors this process holds on segment files under ``root``: only those, since
-    other threads of the test process (a background deletion's directory walk, another test's
-    leftovers in this worker) open and close descriptors of their own at any moment."""
-    held = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # closed between the listing and the read
-            continue
-        if target.startswith(str(root)) and target.endswith((".log", ".index", ".timeindex")):
-            held += 1
-    return held
-
-
 def test_the_descriptors_counted_are_the_ones_the_logs_hold(tmp_path) -> None:
     """``open_files`` is what the process really has open for the logs: three a segment,
     counted on /proc/self/fd as partitions are created, rolled and deleted."""
     mgr = LogManager([tmp_path / "a"], LogConfig(), now_ms=0)
-    assert _segment_fds(tmp_path) == 0  # the manager keeps none of its own
+    assert segment_fds(tmp_path) == 0  # the manager keeps none of its own
     logs = [mgr.create("t", p, now_ms=0) for p in range(5)]
     for _ in range(3):
         fill(logs[0], 1)
         logs[0].roll(0)
-    assert mgr.open_files() == 3 * (5 + 3) == _segment_fds(tmp_path)
+    assert mgr.open_files() == 3 * (5 + 3) == segment_fds(tmp_path)
     budget = mgr.file_budget()
     assert budget.held == 24 and budget.limit == open_files_limit()
     mgr.delete("t", 0)
-    assert mgr.open_files() == 12 == _segment_fds(tmp_path)
+    assert mgr.open_files() == 12 == segment_fds(tmp_path)
     mgr.close()
-    assert _segment_fds(tmp_path) == 0
+    assert segment_fds(tmp_path) == 0
 
 
 def test_the_budget_names_the_limit_and_the_counts() -> None:
