@@ -1,5 +1,5 @@
-"""``python -m nemesis``: runs of each nemesis over the queue and transactional workloads,
-and their table.
+"""``python -m nemesis``: runs of each nemesis over the queue, transactional and
+consumer-group workloads, and their table.
 
 Each run starts a fresh cluster (ZooKeeper and three brokers in namespaces), applies one
 nemesis again and again for ``--duration`` seconds (``--fault`` seconds on, ``--gap`` off),
@@ -41,6 +41,18 @@ def main(argv: list[str] | None = None) -> int:
         help="the queue workload only (by default the transactional one runs beside it)",
     )
     parser.add_argument(
+        "--groups",
+        type=int,
+        default=3,
+        help="members of the consumer group reading the queue and committing (0: none)",
+    )
+    parser.add_argument(
+        "--group-protocol",
+        choices=("classic", "consumer"),
+        default="classic",
+        help="the group's protocol: classic, or consumer (KIP-848)",
+    )
+    parser.add_argument(
         "--unclean", action="store_true", help="unclean.leader.election.enable=true: loss expected"
     )
     args = parser.parse_args(argv)
@@ -69,12 +81,15 @@ def main(argv: list[str] | None = None) -> int:
                     gap_s=args.gap,
                     settings=settings,
                     transactions=not args.no_transactions,
+                    groups=args.groups,
+                    group_protocol=args.group_protocol,
                     log=lambda line: print(line, file=sys.stderr),
                 )
             print(f"  {result.verdict.summary()} ({result.seconds:.0f} s)", file=sys.stderr)
-            if result.txn is not None:
-                print(f"  {result.txn.summary()}", file=sys.stderr)
-            for verdict in (result.verdict, result.txn):
+            for extra in (result.txn, result.group):
+                if extra is not None:
+                    print(f"  {extra.summary()}", file=sys.stderr)
+            for verdict in (result.verdict, result.txn, result.group):
                 if verdict is not None and not verdict.ok:
                     bad += 1
                     print(f"  {verdict.details()}", file=sys.stderr)

@@ -6,7 +6,7 @@ Owns: ``Fault`` (a name, what it did, and ``heal``) and the nemeses a schedule c
   clients (the driver);
 - ``isolate_leader``: the leader of a partition, so (Jepsen's "leader alone");
 - ``isolate_zookeeper``: ZooKeeper alone, from every broker;
-- ``isolate_coordinator``: the transaction coordinator of a transactional id alone;
+- ``isolate_coordinator``: the coordinator of a transactional id (or of a group id) alone;
 - ``partition(a, b)``: the sets ``a`` and ``b`` lose their links to each other, both ways;
 - ``bridge``: one broker sees both halves, the halves do not see each other;
 - ``one_way(sender, receivers)``: packets from ``sender`` to ``receivers`` are dropped,
@@ -76,24 +76,25 @@ def isolate_leader(cluster: Cluster, topic: str) -> Fault:
     return fault
 
 
-def coordinator_of(cluster: Cluster, transactional_id: str) -> str:
-    """The broker leading the ``__transaction_state`` partition of ``transactional_id``:
-    Kafka's rule (Java's ``String.hashCode`` of the id, made non-negative as ``Utils.abs``
+def coordinator_of(cluster: Cluster, key: str, topic: str = "__transaction_state") -> str:
+    """The broker leading the partition of ``topic`` that coordinates ``key`` (a
+    transactional id in ``__transaction_state``, a group id in ``__consumer_offsets``):
+    Kafka's rule (Java's ``String.hashCode`` of the key, made non-negative as ``Utils.abs``
     does, modulo the partition count), restated here so that the harness asks the cluster
     nothing but ZooKeeper's partition states."""
     h = 0
-    data = transactional_id.encode("utf-16-be")
+    data = key.encode("utf-16-be")
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
     h = h - (1 << 32) if h >= 1 << 31 else h
-    count = len(cluster.zk.get_children("/brokers/topics/__transaction_state/partitions"))
-    return leader_of(cluster, "__transaction_state", (0 if h == -(1 << 31) else abs(h)) % count)
+    count = len(cluster.zk.get_children(f"/brokers/topics/{topic}/partitions"))
+    return leader_of(cluster, topic, (0 if h == -(1 << 31) else abs(h)) % count)
 
 
-def isolate_coordinator(cluster: Cluster, transactional_id: str) -> Fault:
-    coordinator = coordinator_of(cluster, transactional_id)
+def isolate_coordinator(cluster: Cluster, key: str, topic: str = "__transaction_state") -> Fault:
+    coordinator = coordinator_of(cluster, key, topic)
     fault = isolate(cluster, [coordinator], "isolate-coordinator")
-    fault.what = f"{coordinator} (coordinator of {transactional_id!r}) alone"
+    fault.what = f"{coordinator} (coordinator of {key!r}) alone"
     return fault
 
 

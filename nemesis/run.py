@@ -24,6 +24,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from . import faults
 from .checker import Verdict, check, compare_copies
 from .cluster import ZK, Cluster, until
+from .group import (
+    GROUP,
+    GroupHistory,
+    GroupMember,
+    GroupVerdict,
+    OffsetWatcher,
+    check_group,
+    read_to_end,
+)
 from .replicas import replica_logs
 from .txn import TxnHistory, TxnVerdict, TxnWriter, check_txn
 from .workload import History, Reader, Writer, read_all
@@ -40,6 +49,12 @@ NEMESES: dict[str, Callable[[Cluster], faults.Fault]] = {
     "isolate-leader": lambda c: faults.isolate_leader(c, TOPIC),
     "isolate-zookeeper": faults.isolate_zookeeper,
     "isolate-coordinator": lambda c: faults.isolate_coordinator(c, TXN_ID),
+    "isolate-group-coordinator": lambda c: faults.isolate_coordinator(
+        c, GROUP, "__consumer_offsets"
+    ),
+    "kill-group-coordinator": lambda c: faults.kill(
+        c, faults.coordinator_of(c, GROUP, "__consumer_offsets")
+    ),
     "bridge": lambda c: faults.bridge(c, TOPIC),
     "one-way": lambda c: faults.leader_unheard(c, TOPIC),
     "packet-loss": lambda c: faults.packet_loss(c, 20),
@@ -66,6 +81,7 @@ class Result:
     events: list[Event] = field(default_factory=list)
     seconds: float = 0.0
     txn: TxnVerdict | None = None  # with the transactional workload
+    group: GroupVerdict | None = None  # with the consumer-group workload
     # namespaces and links not removed, Kafka clients still alive: none, after a run
     leftovers: list[str] = field(default_factory=list)
 
@@ -138,10 +154,13 @@ def run(
     settings: dict[str, str] | None = None,
     launcher: str = "trio_broker",
     transactions: bool = False,
+    groups: int = 0,
+    group_protocol: str = "classic",
     log: Callable[[str], None] = print,
 ) -> Result:
     """With ``transactions``, the transactional workload runs beside the queue workload,
-    on a topic of its own."""
+    on a topic of its own; with ``groups``, a group of that many members (``group_protocol``
+    classic or consumer, KIP-848) reads the queue's topic and commits its offsets."""
     t0 = time.monotonic()
     # a disk that can fill is a small tmpfs: only for the schedules that fill one
     disk_mb = 256 if any(name.startswith("fill-disk") for name in schedule) else 0
@@ -149,7 +168,7 @@ def run(
     cluster = Cluster(
         base, settings=settings, launcher=launcher, disk_mb=disk_mb, clocks=clocks
     ).start()
-    history, txn_history = History(), TxnHistory()
+    history, txn_history, group_history = History(), TxnHistory(), GroupHistory()
     topics = [TOPIC, *([TXN_TOPIC] if transactions else [])]
     events: list[Event] = []
     clients = Clients()
@@ -179,10 +198,22 @@ def run(
                     isolation="read_committed",
                 )
             ).start()
+        for member in range(groups):
+            clients.add(
+                GroupMember(cluster.bootstrap, TOPIC, member, group_history, group_protocol)
+            ).start()
+        if groups:
+            clients.add(OffsetWatcher(cluster.bootstrap, TOPIC, partitions, group_history)).start()
         started = time.monotonic()
         until(
             "the first writes acknowledged", lambda: _acked_since(history, started, partitions), 60
         )
+        if groups:  # the group's coordinator exists once the group has committed
+            until(
+                "the group's first commit",
+                lambda: any(c.acked for c in group_history.commits) or group_history.errors,
+                90,
+            )
         if transactions:  # faults begin once both workloads work
             until(
                 "the first transaction committed",
@@ -225,6 +256,10 @@ def run(
         writer.stop()
         reader.stop()
         final = read_all(cluster.bootstrap, TOPIC, partitions)
+        if groups:
+            read_to_end(group_history, history, 60)
+            windows = [(e.started, e.healed) for e in events]
+            group_verdict = check_group(group_history, history, groups, (started, stopped), windows)
         if transactions:
             txn_writer.stop()
             txn_reader.stop()
@@ -261,6 +296,7 @@ def run(
         events,
         time.monotonic() - t0,
         txn_verdict if transactions else None,
+        group_verdict if groups else None,
         left,
     )
 
@@ -278,16 +314,25 @@ def table(rows: dict[str, list[Result]], workload: str = "queue") -> str:
         txns = [r.txn for r in results if r.txn is not None]
         if txns:
             out.append(_row(name, "txn", txns))
+        group = [r.group for r in results if r.group is not None]
+        if group:
+            out.append(_row(name, "group", group))
     return "\n".join(out)
 
 
-def _row(name: str, workload: str, verdicts: list[Verdict] | list[TxnVerdict]) -> str:
+def _row(
+    name: str, workload: str, verdicts: list[Verdict] | list[TxnVerdict] | list[GroupVerdict]
+) -> str:
     found: dict[str, int] = {}
     for v in verdicts:
         for k, n in v.anomalies.items():
             found[k] = found.get(k, 0) + n
     anomalies = ", ".join(f"{n} {k}" for k, n in found.items() if n) or "0"
-    if workload == "txn":
+    if workload == "group":  # commits acknowledged and failed; the longest gap in reads
+        gaps = [v.longest_read_gap_s for v in verdicts if isinstance(v, GroupVerdict)]
+        done = sum(v.commits for v in verdicts if isinstance(v, GroupVerdict))
+        unknown = sum(v.commits_failed for v in verdicts if isinstance(v, GroupVerdict))
+    elif workload == "txn":
         gaps = [v.longest_commit_gap_s for v in verdicts if isinstance(v, TxnVerdict)]
         done = sum(v.committed for v in verdicts if isinstance(v, TxnVerdict))
         unknown = sum(v.unknown for v in verdicts if isinstance(v, TxnVerdict))
