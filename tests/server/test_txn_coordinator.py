@@ -3,11 +3,12 @@ and an in-memory ``__transaction_state``: a transaction past its timeout is abor
 the producer's epoch bumped; an id idle past ``transactional.id.expiration.ms`` is
 forgotten (a tombstone; the id starts over with a new producer id); a commit decided
 before a crash (PREPARE_COMMIT, no markers yet) is completed by the next coordinator
-reading the topic back. The markers go to a recorder standing in for the partitions."""
+reading the topic back; and none of the timeouts follows a jump of the wall clock. The
+markers go to a recorder standing in for the partitions."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import count
 
 import trio
@@ -41,7 +42,9 @@ class Partitions:
         return [dict.fromkeys(m.partitions, 0) for m in markers]
 
 
-def coordinator(topic: MemoryTopic, partitions: Partitions) -> TransactionCoordinator:
+def coordinator(
+    topic: MemoryTopic, partitions: Partitions, wall_ms: Callable[[], int] = clock_ms
+) -> TransactionCoordinator:
     topic.replicated = False  # type: ignore[attr-defined]
     ids = count(100)
 
@@ -54,7 +57,7 @@ def coordinator(topic: MemoryTopic, partitions: Partitions) -> TransactionCoordi
         new_producer_id,
         partitions,
         exists=lambda: True,
-        now_ms=clock_ms,  # type: ignore[arg-type]
+        now_ms=wall_ms,
     )
 
 
@@ -191,4 +194,49 @@ async def test_transaction_version_2_ends_bump_the_epoch_and_survive_a_restart(
         # the new id goes on: its first transaction ends at epoch 1
         assert await again.add_partitions("app", new_pid, 0, [("t", 0)]) == 0
         assert await again.end_transaction("app", new_pid, 0, True, bump=True) == (0, new_pid, 1)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_jump_of_the_wall_clock_times_out_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The coordinator's wall clock jumps two days ahead (past the transaction's timeout
+    and the id's expiration): the open transaction goes on and commits, and the id stays.
+    Past the timeout on the monotonic clock, a transaction is still aborted; and a second
+    coordinator that loads a transaction from the log credits the wall-clock age it has
+    then, once."""
+    jump = [0]
+    topic, partitions = MemoryTopic(1), Partitions()
+    c = coordinator(topic, partitions, lambda: clock_ms() + jump[0])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(c.run)
+        _, pid, epoch = await c.init_producer_id("app", 5000)
+        assert await c.add_partitions("app", pid, epoch, [("t", 0)]) == 0
+        await trio.sleep(2)
+        jump[0] = 2 * 86_400_000  # two days ahead
+        await trio.sleep(2)  # the timeout check ran twice since
+        assert c.txns["app"].state is TxnState.ONGOING and c.aborts["timeout"] == 0
+        assert await c.end_txn("app", pid, epoch, True) == 0
+        await trio.sleep(11)  # the idle-id check ran: 15 s idle, not two days
+        assert "app" in c.txns and c.expired_ids == 0
+
+        assert await c.add_partitions("app", pid, epoch, [("t", 0)]) == 0
+        await trio.sleep(7)  # past its 5 s timeout on the monotonic clock
+        assert c.aborts["timeout"] == 1
+        jump[0] = 0  # and back
+        _, pid, epoch = await c.init_producer_id("app", 5000)
+        assert await c.add_partitions("app", pid, epoch, [("t", 0)]) == 0
+        nursery.cancel_scope.cancel()
+
+    # the open transaction, loaded by a coordinator whose wall clock is 4 s past its start
+    # (within its 5 s): aborted about a second later by the monotonic count, not at once
+    jump[0] = 4000
+    second = coordinator(topic, partitions, lambda: clock_ms() + jump[0])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(second.run)
+        assert second.txns["app"].state is TxnState.ONGOING
+        await trio.sleep(0.5)
+        assert second.txns["app"].state is TxnState.ONGOING
+        await trio.sleep(2.5)
+        assert second.txns["app"].state is TxnState.COMPLETE_ABORT
         nursery.cancel_scope.cancel()

@@ -51,6 +51,7 @@ import trio
 from ...protocol.errors import ErrorCode
 from ...records import Record
 from ..groups import LogOffsetsTopic, OrderedWriter, Ownership, partition_for
+from .clock import Elapsed
 from .markers import Markers, TxnMarker
 from .state import (
     MAX_PRODUCER_EPOCH,
@@ -115,6 +116,7 @@ class TransactionCoordinator:
         self.markers = markers
         self.exists = exists  # whether the topic is there to read back at start
         self.now_ms = now_ms
+        self.elapsed = Elapsed(now_ms)  # timeouts count monotonic time, not the wall clock
         self.txns: dict[str, TxnMetadata] = {}
         self.writer = OrderedWriter(topic)
         self.ownership = Ownership()  # every id, unless the topic is replicated
@@ -260,6 +262,8 @@ class TransactionCoordinator:
             self.txns.pop(txn_id, None)
         else:
             self.txns[txn_id] = new
+            self.elapsed.written(txn_id, new.update_ms)
+            self.elapsed.written(f"start {txn_id}", new.start_ms)  # kept while unchanged
         return ErrorCode.NONE
 
     # ===================================================== the producer's calls
@@ -559,11 +563,13 @@ class TransactionCoordinator:
 
     async def abort_timed_out(self) -> int:
         """Abort (fencing the producer) every transaction past its timeout; how many."""
-        now = self.now_ms()
+        open_for = self.elapsed.ms
         expired = [
             m
             for m in self.txns.values()
-            if m.state is TxnState.ONGOING and not m.pending and m.start_ms + m.timeout_ms < now
+            if m.state is TxnState.ONGOING
+            and not m.pending
+            and open_for(f"start {m.transactional_id}", m.start_ms, m.timeout_ms) > m.timeout_ms
         ]
         for meta in expired:
             log.info(
@@ -577,13 +583,14 @@ class TransactionCoordinator:
 
     async def expire_ids(self) -> int:
         """Forget ids idle past ``transactional.id.expiration.ms``; how many."""
-        now = self.now_ms()
+        now, limit = self.now_ms(), self.config.id_expiration_ms
+        self.elapsed.keep(k for t in self.txns for k in (t, f"start {t}"))
         idle = [
             m
             for m in self.txns.values()
             if m.state.complete
             and not m.pending
-            and m.update_ms + self.config.id_expiration_ms < now
+            and self.elapsed.ms(m.transactional_id, m.update_ms, limit) > limit
         ]
         for meta in idle:
             if not await self._write(meta.moved(state=TxnState.DEAD, update_ms=now)):
