@@ -23,7 +23,11 @@ from .run import NEMESES, Result, run, table
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nemesis", description=__doc__)
-    parser.add_argument("--nemesis", default=",".join(NEMESES), help="comma-separated names")
+    parser.add_argument(
+        "--nemesis",
+        default=",".join(NEMESES),
+        help="comma-separated names; a+b applies nemeses a and b at once",
+    )
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--duration", type=float, default=60, help="seconds of faults a run")
     parser.add_argument("--fault", type=float, default=12, help="seconds a fault lasts")
@@ -60,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         print(why, file=sys.stderr)
         return 2
     names = [n.strip() for n in args.nemesis.split(",") if n.strip()]
-    unknown = [n for n in names if n not in NEMESES]
+    unknown = [part for n in names for part in n.split("+") if part not in NEMESES]
     if unknown:
         parser.error(f"unknown nemesis {unknown}; known: {', '.join(NEMESES)}")
     settings = {"unclean.leader.election.enable": "true"} if args.unclean else None

@@ -37,6 +37,7 @@ class Fault:
     name: str
     what: str
     heal: Callable[[], None]
+    network: bool = False  # nftables rules: healed before the processes, when composed
 
 
 def _net(cluster: Cluster) -> Network:
@@ -53,7 +54,7 @@ def partition(
         for y in b:
             net.drop(x, y)
             net.drop(y, x)
-    return Fault(name, f"{sorted(a)} | {sorted(b)}", net.heal)
+    return Fault(name, f"{sorted(a)} | {sorted(b)}", net.heal, network=True)
 
 
 def isolate(cluster: Cluster, names: Iterable[str], name: str = "isolate") -> Fault:
@@ -119,7 +120,7 @@ def one_way(cluster: Cluster, sender: str, receivers: Iterable[str]) -> Fault:
     to = list(receivers)
     for receiver in to:
         net.drop(receiver, sender)
-    return Fault("one-way", f"{sender} -> {sorted(to)} dropped", net.heal)
+    return Fault("one-way", f"{sender} -> {sorted(to)} dropped", net.heal, network=True)
 
 
 def leader_unheard(cluster: Cluster, topic: str) -> Fault:
@@ -137,7 +138,7 @@ def packet_loss(cluster: Cluster, percent: int) -> Fault:
         for y in nodes:
             if x != y:
                 net.lose(x, y, percent)
-    return Fault("packet-loss", f"{percent}% between all nodes", net.heal)
+    return Fault("packet-loss", f"{percent}% between all nodes", net.heal, network=True)
 
 
 def pause(cluster: Cluster, name: str) -> Fault:

@@ -16,7 +16,9 @@ and ``check_txn``, which finds over the history and a final read_committed read:
 - **duplicate**: a value at two offsets;
 - **stuck**: the producer hit a fatal error (the application would have to re-create it),
   or the longest time between two successful commits (``longest_commit_gap_s``) passed the
-  bound the caller gives.
+  bound the caller gives. Time inside the windows the caller excuses does not count
+  towards that bound: faults made at once (ZooKeeper cut off while a leader is killed)
+  under which Kafka promises no progress until the heal.
 
 A transaction whose commit or abort failed with a retriable error is unknown: either outcome
 is allowed. It must not know about faults.
@@ -182,9 +184,14 @@ class TxnVerdict(Findings):
 
 
 def check_txn(
-    history: TxnHistory, final: list[Read], window: tuple[float, float], max_gap_s: float
+    history: TxnHistory,
+    final: list[Read],
+    window: tuple[float, float],
+    max_gap_s: float,
+    excused: list[tuple[float, float]] | None = None,
 ) -> TxnVerdict:
-    """``final``: every partition read with read_committed up to its last stable offset."""
+    """``final``: every partition read with read_committed up to its last stable offset;
+    ``excused``: windows whose time does not count towards ``max_gap_s``."""
     v = TxnVerdict()
     by_outcome: dict[str, list[Txn]] = defaultdict(list)
     for t in history.txns:
@@ -207,8 +214,9 @@ def check_txn(
     start, end = window
     marks = [start, *sorted(c for c in history.commit_times() if start <= c <= end), end]
     v.longest_commit_gap_s = max(b - a for a, b in itertools.pairwise(marks))
-    if v.longest_commit_gap_s > max_gap_s:
-        v.stuck.append(
-            f"no commit for {v.longest_commit_gap_s:.1f} s (the bound is {max_gap_s:g} s)"
-        )
+    for a, b in itertools.pairwise(marks):
+        counted = (b - a) - sum(max(0.0, min(b, y) - max(a, x)) for x, y in excused or [])
+        if counted > max_gap_s:
+            excuse = f", {b - a - counted:.1f} s of it excused" if counted < b - a else ""
+            v.stuck.append(f"no commit for {b - a:.1f} s{excuse} (the bound is {max_gap_s:g} s)")
     return v
