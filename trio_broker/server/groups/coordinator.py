@@ -38,7 +38,7 @@ from ...apis.group_services import (
 )
 from ...protocol.errors import ErrorCode
 from .commits import CommittedOffsets
-from .consumer import ConsumerGroups
+from .consumer import ConsumerGroups, RecordImages, restore
 from .group import Group
 from .log_format import (
     Replay,
@@ -94,6 +94,8 @@ class GroupCoordinator(CommittedOffsets):
             self.timers,
             lambda g: g in self.groups and self.groups[g].state not in (EMPTY, DEAD),
         )
+        self.consumer.on_change = self._consumer_changed
+        self.consumer_images = RecordImages()  # what is written of each consumer group
         self.active = False
         self.loaded_records = 0
         self._scope: trio.CancelScope | None = None
@@ -149,6 +151,10 @@ class GroupCoordinator(CommittedOffsets):
             self.membership.restart_sessions(group)
             if group.size > self.config.membership.max_group_size:
                 self.membership.prepare_rebalance(group, "loaded over group.max.size")
+        for group_id, loaded_consumer in replay.consumer.loaded().items():
+            consumer_group = restore(group_id, loaded_consumer)
+            self.consumer.restore(consumer_group)
+            self.consumer_images.written(consumer_group)
         self.loaded_records = replay.records
         if replay.records:
             log.info(
@@ -207,7 +213,9 @@ class GroupCoordinator(CommittedOffsets):
             if self.partition_for(group_id) == partition:
                 unload(group, self.timers, self._notify)
                 del self.groups[group_id]
-        self.consumer.unload(g for g in self.consumer.groups if self.partition_for(g) == partition)
+        gone = [g for g in self.consumer.groups if self.partition_for(g) == partition]
+        self.consumer.unload(gone)
+        self.consumer_images.forget(gone)
         log.info("no longer coordinating the groups of partition %d", partition)
 
     # ================================================================ membership
@@ -290,15 +298,36 @@ class GroupCoordinator(CommittedOffsets):
 
     # ============================================================== KIP-848
 
-    def consumer_group_heartbeat(
+    async def consumer_group_heartbeat(
         self, params: ConsumerHeartbeat, topics: TopicLookup
     ) -> ConsumerHeartbeatResult | None:
+        """The heartbeat, answered once the records of what it changed (and of every
+        change before it in the group's partition) are in ``__consumer_offsets``, as
+        acknowledged for offset commits. A failed write answers the error (the state in
+        memory is not rolled back, as Kafka's is: the next heartbeat writes it again)."""
         if not self.consumer.config.enabled:
             return None
         error = self._check(params.group_id, allow_empty=False)
         if error:
             return ConsumerHeartbeatResult(error)
-        return self.consumer.heartbeat(params, topics)
+        result = self.consumer.heartbeat(params, topics)
+        code = await self._consumer_changed(params.group_id).wait()
+        if code and not result.error_code:
+            return ConsumerHeartbeatResult(code, f"The group's records were not written ({code}).")
+        return result
+
+    def _consumer_changed(self, group_id: str) -> Ack:
+        """Write the records that bring the log up to the consumer group as it is now.
+        Submitted even when there are none: its ack then comes once everything written
+        before it in that partition is (the writer keeps each partition's order)."""
+        group = self.consumer.groups.get(group_id)
+        records = self.consumer_images.changes(group_id, group, self.now_ms())
+
+        def written(code: int) -> None:
+            if code:  # not written: the next change writes the whole group again
+                self.consumer_images.forget([group_id])
+
+        return self.writer.submit(self.partition_for(group_id), records, written)
 
     def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
         error = self._check(group_id, allow_empty=False)
@@ -321,8 +350,13 @@ class GroupCoordinator(CommittedOffsets):
                 continue
             was_consumer = self.consumer.groups.pop(group_id, None) is not None
             group = self.groups.get(group_id)
+            if was_consumer:  # its records' tombstones, written before its offsets'
+                tombstones = self._consumer_changed(group_id)
+                if group is None:
+                    waiting.append((group_id, tombstones))
+                    continue
             if group is None:
-                results[group_id] = ErrorCode.NONE if was_consumer else ErrorCode.GROUP_ID_NOT_FOUND
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
                 continue
             reply = DELETE_GROUP[group.state]
             if not isinstance(reply, Reply):
