@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from trio_broker.apis.group_services import ConsumerHeartbeat, TopicMeta
+from trio_broker.log.cleaner.compaction import clean
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages.coordinator_records import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -33,9 +34,11 @@ from trio_broker.protocol.messages.coordinator_records import (
     encode_key,
     encode_value,
 )
+from trio_broker.records import iter_batches, iter_records, validate_batches
 from trio_broker.server.groups.log_format import Replay
 
-from .harness import MemoryTopic, start
+from ...log.helpers import open_log, region_bytes
+from .harness import EPOCH_MS, MemoryTopic, start
 
 T1 = uuid.UUID("0b2c4e6f-1111-4222-8333-944455566677")
 T2 = uuid.UUID("ffeeddcc-bbaa-4998-8776-655443322110")
@@ -316,3 +319,62 @@ async def test_a_failed_write_is_answered_and_written_again_by_the_next_heartbea
         again = await start(nursery, topic)
         assert snapshot(again.coordinator) == before
         again.coordinator.stop()
+
+
+async def test_compaction_keeps_each_keys_latest_and_drops_what_was_removed(
+    tmp_path: Any, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The records through the log cleaner (a real compacted partition log): each key's
+    latest record stays, so the group reads back the same; once past
+    delete.retention.ms, the tombstones of a member gone and of a group deleted are
+    removed with everything they covered."""
+    topic = MemoryTopic(partitions=1)
+    topics = Topics(t=4)
+    async with trio.open_nursery() as nursery:
+        c = (await start(nursery, topic)).coordinator
+        epochs = await stable_pair(c, topics)
+        x = await c.consumer_group_heartbeat(beat("x", 0, group_id="gone"), topics)
+        await c.consumer_group_heartbeat(beat("x", -1, group_id="gone"), topics)
+        assert await c.delete_groups(["gone"]) == {"gone": ErrorCode.NONE}
+        assert x.member_epoch == 1
+        await c.consumer_group_heartbeat(beat("b", -1), topics)  # b leaves g
+        await c.consumer_group_heartbeat(beat("a", epochs["a"]), topics)
+        c.stop()
+
+    def replayed(records: list[tuple[bytes | None, bytes | None]]) -> Any:
+        replay = Replay()
+        for key, value in records:
+            replay.apply(key, value)
+        return replay.consumer.loaded()
+
+    written = [(r.key, r.value) for r in topic.records()]
+    log = open_log(tmp_path / "co-0", cleanup_policy=("compact",), delete_retention_ms=1_000)
+    now = EPOCH_MS + 10**7
+    for batch in topic.batches[0]:
+        log.append(
+            validate_batches(memoryview(batch), max_batch_bytes=1 << 24), leader_epoch=0, now_ms=now
+        )
+    log.roll(now)
+    assert clean(log, now, 1_000) is not None
+    kept = log_records(log)
+    assert len(kept) < len(written)
+    assert replayed(kept) == replayed(written)
+    assert any(v is None for _, v in kept)  # tombstones, until their horizon
+    assert clean(log, now + 2_000, 1_000, force=True) is not None
+    final = log_records(log)
+    assert all(v is not None for _, v in final)
+    keys = [decode_key(k) for k, _ in final if k is not None]
+    assert {k.group for k in keys} == {"g"}
+    assert {getattr(k, "member_id", "a") for k in keys} == {"a"}
+    assert replayed(final) == replayed(written)
+    assert set(replayed(final)["g"].members) == {"a"}
+    log.close()
+
+
+def log_records(log: Any) -> list[tuple[bytes | None, bytes | None]]:
+    info = log.read(log.log_start_offset, 1 << 30)
+    try:
+        data = region_bytes(info)
+    finally:
+        info.release()
+    return [(r.key, r.value) for _, b in iter_batches(data) for r in iter_records(b)]
