@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
 
 import trio
 
@@ -38,7 +39,7 @@ from ...apis.group_services import (
 )
 from ...protocol.errors import ErrorCode
 from .commits import CommittedOffsets
-from .consumer import ConsumerGroups, RecordImages, restore
+from .consumer import ConsumerGroups, ConsumerGroupState, RecordImages, restore
 from .group import Group
 from .log_format import (
     Replay,
@@ -50,7 +51,7 @@ from .membership import Membership
 from .offsets import expired_partitions
 from .ownership import Ownership, unload
 from .settings import CoordinatorConfig, wall_clock_ms
-from .state import DEAD, DELETE_GROUP, EMPTY, STABLE, Reply
+from .state import DEAD, DELETE_GROUP, EMPTY, STABLE, GroupState, Reply
 from .storage import (
     Ack,
     OffsetsTopic,
@@ -295,6 +296,29 @@ class GroupCoordinator(CommittedOffsets):
         return GroupDescription(
             ErrorCode.NONE, group_id, str(group.state), group.protocol_type or "", protocol, members
         )
+
+    def figures(self) -> dict[str, Any]:
+        """The metrics' ``groups`` section: the groups this broker coordinates by protocol
+        and state (a classic group holding only a consumer group's offsets is not one),
+        rebalances since start (classic: completed; consumer: group epoch bumps), and the
+        server-side assignor's runs and their time."""
+        classic = {str(s): 0 for s in GroupState if s is not DEAD}
+        for g in self.groups.values():
+            if g.group_id not in self.consumer.groups and g.state is not DEAD:
+                classic[str(g.state)] += 1
+        consumer = {str(s): 0 for s in ConsumerGroupState if s is not ConsumerGroupState.DEAD}
+        for _, state in self.consumer.overviews():
+            consumer[state] += 1
+        times = self.consumer.assignment_times
+        return {
+            "classic": {"groups": classic, "rebalances": self.membership.completed_rebalances},
+            "consumer": {
+                "groups": consumer,
+                "rebalances": self.consumer.rebalances,
+                "assignments": times.count,
+                "assignment_time_ms": {"total": times.total_s * 1000, "max": times.max_s * 1000},
+            },
+        }
 
     # ============================================================== KIP-848
 

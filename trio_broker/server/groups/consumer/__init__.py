@@ -7,6 +7,14 @@ coordinator (``groups.coordinator``), which writes the records and reads them ba
 """
 
 from .heartbeat import ConsumerGroupConfig, ConsumerGroups
+from .model import GroupState as ConsumerGroupState
 from .records import ConsumerReplay, RecordImages, restore
 
-__all__ = ["ConsumerGroupConfig", "ConsumerGroups", "ConsumerReplay", "RecordImages", "restore"]
+__all__ = [
+    "ConsumerGroupConfig",
+    "ConsumerGroupState",
+    "ConsumerGroups",
+    "ConsumerReplay",
+    "RecordImages",
+    "restore",
+]

@@ -11,10 +11,9 @@ the group's server-side assignor; (3) the member is reconciled one step towards 
 rebalance timeouts (the member's own, for revoking) fence a member: it leaves the group
 and the group epoch is bumped, so the others' next heartbeats pick up its partitions.
 
-Durability is the coordinator's: after each change (a heartbeat, or ``on_change`` from a
-timer here) it writes the group's records (``records``) to ``__consumer_offsets``, and on
-a coordinator move hands the groups read back to ``restore``. Must not know requests or
-the wire (``apis/groups/consumer.py`` translates), nor write records itself.
+The coordinator writes the groups' records after each change (a heartbeat, or
+``on_change`` from a timer) and hands those read back to ``restore``. Must not know
+requests or the wire (``apis/groups/consumer.py`` translates), nor write records.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -48,6 +48,7 @@ from .model import (
     GroupState,
     MemberState,
     Partitions,
+    Timings,
     reconcile,
 )
 
@@ -102,6 +103,7 @@ class ConsumerGroups:
         # whether a classic group of that id has members (then it is not ours to take)
         self.classic_in_use = classic_in_use
         self.rebalances = 0  # group epoch bumps, all groups together
+        self.assignment_times = Timings()  # the server-side assignor's runs
         # a group changed outside a heartbeat (a timer fenced a member, or it was dropped)
         self.on_change: Callable[[str], object] = lambda group_id: None
 
@@ -368,7 +370,9 @@ class ConsumerGroups:
             )
             for m in group.members.values()
         }
+        began = time.perf_counter()
         targets = assign(name, specs, ids)
+        self.assignment_times.add(time.perf_counter() - began)
         group.target = {m: frozenset(tps) for m, tps in targets.items()}
         group.assignment_epoch = group.group_epoch
         group.assignor_name = name
