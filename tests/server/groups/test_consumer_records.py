@@ -378,3 +378,25 @@ def log_records(log: Any) -> list[tuple[bytes | None, bytes | None]]:
     finally:
         info.release()
     return [(r.key, r.value) for _, b in iter_batches(data) for r in iter_records(b)]
+
+
+async def test_an_empty_group_dropped_by_the_retention_check_leaves_tombstones(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A consumer group with no members and no offsets goes at the next retention check
+    (a timer, no request): its records are tombstoned, so a new coordinator has none."""
+    topic = MemoryTopic()
+    topics = Topics(t=2)
+    async with trio.open_nursery() as nursery:
+        c = (await start(nursery, topic, offsets_retention_check_interval_ms=60_000)).coordinator
+        r = await c.consumer_group_heartbeat(beat("a", 0), topics)
+        await c.consumer_group_heartbeat(beat("a", -1), topics)
+        assert r.member_epoch == 1 and "g" in c.consumer.groups
+        await trio.sleep(61)
+        assert "g" not in c.consumer.groups
+        await trio.testing.wait_all_tasks_blocked()
+        c.stop()
+    replay = Replay()
+    for rec in topic.records():
+        replay.apply(rec.key, rec.value)
+    assert replay.consumer.loaded() == {}
