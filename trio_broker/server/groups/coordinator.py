@@ -7,8 +7,11 @@ serves committed offsets through its base ``CommittedOffsets`` (``commits``: Off
 OffsetFetch, OffsetDelete), and does the rest itself: ListGroups, DescribeGroups,
 DeleteGroups, and the expiry of offsets after ``offsets.retention.minutes`` (checked every
 ``offsets.retention.check.interval.ms``, tombstones written, empty groups with no offsets
-left removed). Its life: ``run`` opens the offsets topic, replays it (groups and offsets
-come back as they were written; members get a fresh session), then serves its timers and
+left removed). KIP-848 groups (``consumer``) have their records written after each change
+(a heartbeat is answered once they are appended) and group metrics come from here
+(``figures``). Its life: ``run`` opens the offsets topic, replays it (groups of both
+protocols and offsets come back as they were written; members get a fresh session), or,
+in a cluster, each partition as this broker comes to lead it, then serves its timers and
 its writer until ``stop``. It must not know about requests, connections or the wire, and
 does all its waiting through the writer and the timers.
 """
