@@ -285,7 +285,7 @@ class GroupCoordinatorView(Protocol):
 
     # KIP-848: None when the broker does not serve the consumer protocol
     # (group.coordinator.rebalance.protocols without consumer)
-    def consumer_group_heartbeat(
+    async def consumer_group_heartbeat(
         self, params: ConsumerHeartbeat, topics: TopicLookup
     ) -> ConsumerHeartbeatResult | None: ...
 

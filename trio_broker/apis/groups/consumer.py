@@ -93,7 +93,7 @@ async def consumer_group_heartbeat(
         client_host=f"/{ctx.client_host}",
         api_version=ctx.api_version,
     )
-    result = coordinator_of(ctx).consumer_group_heartbeat(params, BrokerTopics(ctx))
+    result = await coordinator_of(ctx).consumer_group_heartbeat(params, BrokerTopics(ctx))
     if result is None:
         return error(ErrorCode.UNSUPPORTED_VERSION, CONSUMER_PROTOCOL_REFUSED)
     if result.error_code:

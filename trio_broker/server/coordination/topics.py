@@ -76,9 +76,14 @@ class ZkTopics:
         config_path = layout.topic_config_path(name)
         if not await self.session.create(config_path, layout.config_data(configs)):
             found = await self.session.get(config_path)  # left by an earlier topic
-            await self.session.set(
-                config_path, layout.config_data(configs), found[1] if found else -1
-            )
+            try:
+                await self.session.set(
+                    config_path, layout.config_data(configs), found[1] if found else -1
+                )
+            except BadVersionError:  # another broker creates it at this moment
+                raise TopicError(
+                    ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} is being created"
+                ) from None
         data = layout.assignment_data(topic_id, placement)
         if not await self.session.create(layout.topic_path(name), data, makepath=True):
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")

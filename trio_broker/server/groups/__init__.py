@@ -4,9 +4,10 @@ Modules, from the bottom up: ``state`` (the states and their tables), ``member``
 ``group`` (the model), ``offsets`` (what a committed offset is and when it expires),
 ``log_format`` (groups and offsets as ``__consumer_offsets`` records and back), ``storage``
 (the internal topic and the ordered writer), ``timers`` (keyed trio timers),
-``membership`` (join, sync, heartbeat, leave) and ``coordinator`` (the API surface, offsets,
-admin, start-up replay and retention), and ``locator`` (FindCoordinator's question,
-which broker coordinates a group or a transactional id). Nothing here knows about requests
+``membership`` (join, sync, heartbeat, leave), ``commits`` (offset commit, fetch and
+delete) and ``coordinator`` (the API surface, admin, start-up replay and retention), and
+``locator`` (FindCoordinator's question, which broker coordinates a group or a
+transactional id). Nothing here knows about requests
 or the wire: ``apis/groups/`` translates.
 
 Face: what ``__all__`` names (the transaction coordinator reuses the internal topic, its

@@ -3,12 +3,15 @@
 Owns: ``GroupCoordinator``, which this broker is for every group. It implements the
 ``GroupCoordinatorView`` the group API handlers use: it checks what Kafka checks first
 (a usable group id, a running coordinator), hands membership requests to ``Membership``,
-and does the rest itself: OffsetCommit (acknowledged once the records are in
-``__consumer_offsets``), OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
-OffsetDelete, and the expiry of offsets after ``offsets.retention.minutes`` (checked every
+serves committed offsets through its base ``CommittedOffsets`` (``commits``: OffsetCommit,
+OffsetFetch, OffsetDelete), and does the rest itself: ListGroups, DescribeGroups,
+DeleteGroups, and the expiry of offsets after ``offsets.retention.minutes`` (checked every
 ``offsets.retention.check.interval.ms``, tombstones written, empty groups with no offsets
-left removed). Its life: ``run`` opens the offsets topic, replays it (groups and offsets
-come back as they were written; members get a fresh session), then serves its timers and
+left removed). KIP-848 groups (``consumer``) have their records written after each change
+(a heartbeat is answered once they are appended) and group metrics come from here
+(``figures``). Its life: ``run`` opens the offsets topic, replays it (groups of both
+protocols and offsets come back as they were written; members get a fresh session), or,
+in a cluster, each partition as this broker comes to lead it, then serves its timers and
 its writer until ``stop``. It must not know about requests, connections or the wire, and
 does all its waiting through the writer and the timers.
 """
@@ -17,11 +20,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
 
 import trio
 
 from ...apis.group_services import (
-    CommittedOffset,
     ConsumerGroupDescription,
     ConsumerHeartbeat,
     ConsumerHeartbeatResult,
@@ -32,29 +35,27 @@ from ...apis.group_services import (
     LeaveResult,
     MemberDescription,
     MemberIdentity,
-    OffsetCommitEntry,
     Pending,
     SyncParams,
     SyncResult,
     TopicLookup,
 )
 from ...protocol.errors import ErrorCode
-from .consumer import ConsumerGroups
+from .commits import CommittedOffsets
+from .consumer import ConsumerGroups, ConsumerGroupState, RecordImages, restore
 from .group import Group
 from .log_format import (
     Replay,
     group_tombstone,
-    offset_commit_record,
     offset_tombstone,
     restore_group,
 )
-from .membership import Membership, validate_member
-from .offsets import CONSUMER_PROTOCOL_TYPE, OffsetAndMetadata, expired_partitions
+from .membership import Membership
+from .offsets import expired_partitions
 from .ownership import Ownership, unload
 from .settings import CoordinatorConfig, wall_clock_ms
-from .state import DEAD, DELETE_GROUP, EMPTY, OFFSET_COMMIT, STABLE, Reply
+from .state import DEAD, DELETE_GROUP, EMPTY, STABLE, GroupState, Reply
 from .storage import (
-    OFFSETS_TOPIC,
     Ack,
     OffsetsTopic,
     OrderedWriter,
@@ -68,7 +69,7 @@ log = logging.getLogger("trio_broker.groups")
 TopicPartition = tuple[str, int]
 
 
-class GroupCoordinator:
+class GroupCoordinator(CommittedOffsets):
     def __init__(
         self,
         config: CoordinatorConfig,
@@ -97,6 +98,8 @@ class GroupCoordinator:
             self.timers,
             lambda g: g in self.groups and self.groups[g].state not in (EMPTY, DEAD),
         )
+        self.consumer.on_change = self._consumer_changed
+        self.consumer_images = RecordImages()  # what is written of each consumer group
         self.active = False
         self.loaded_records = 0
         self._scope: trio.CancelScope | None = None
@@ -152,6 +155,10 @@ class GroupCoordinator:
             self.membership.restart_sessions(group)
             if group.size > self.config.membership.max_group_size:
                 self.membership.prepare_rebalance(group, "loaded over group.max.size")
+        for group_id, loaded_consumer in replay.consumer.loaded().items():
+            consumer_group = restore(group_id, loaded_consumer)
+            self.consumer.restore(consumer_group)
+            self.consumer_images.written(consumer_group)
         self.loaded_records = replay.records
         if replay.records:
             log.info(
@@ -210,7 +217,9 @@ class GroupCoordinator:
             if self.partition_for(group_id) == partition:
                 unload(group, self.timers, self._notify)
                 del self.groups[group_id]
-        self.consumer.unload(g for g in self.consumer.groups if self.partition_for(g) == partition)
+        gone = [g for g in self.consumer.groups if self.partition_for(g) == partition]
+        self.consumer.unload(gone)
+        self.consumer_images.forget(gone)
         log.info("no longer coordinating the groups of partition %d", partition)
 
     # ================================================================ membership
@@ -254,211 +263,6 @@ class GroupCoordinator:
             ],
         )
 
-    # ================================================================ offsets
-
-    async def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        retention_time_ms: int,
-        offsets: Sequence[OffsetCommitEntry],
-        unknown_group_error: int = ErrorCode.ILLEGAL_GENERATION,
-        producer: tuple[int, int] | None = None,
-    ) -> dict[TopicPartition, int]:
-        """OffsetCommit, or with ``producer`` TxnOffsetCommit: the offsets are written in a
-        transactional batch of that producer's and count once its transaction commits
-        (``complete_txn``); one without a generation or member is taken whatever the
-        group's state, as Kafka's."""
-
-        def every(code: int) -> dict[TopicPartition, int]:
-            return {(e.topic, e.partition): code for e in offsets}
-
-        error = self._check(group_id, allow_empty=True)
-        consumer = (
-            None if error else self.consumer.validate_commit(group_id, member_id, generation_id)
-        )
-        if error or consumer:
-            return every(error or consumer or 0)
-        now = self.now_ms()
-        group = self.groups.get(group_id)
-        if group is None:
-            if (
-                generation_id >= 0 and consumer is None
-            ):  # an older generation of a group that is gone
-                return every(unknown_group_error)
-            # offsets kept for a client that does not use group management
-            group = Group(group_id, EMPTY, now)
-            self.groups[group_id] = group
-        unchecked = consumer is not None or (
-            producer is not None
-            and generation_id < 0
-            and member_id == ""
-            and group_instance_id is None
-            and not group.is_dead
-        )
-        if not unchecked:
-            error = self._validate_commit(group, generation_id, member_id, group_instance_id)
-            if error:
-                return every(error)
-        reply = OFFSET_COMMIT[group.state]
-        if producer is None and not isinstance(reply, Reply):
-            return every(reply)
-        if group.state is not EMPTY and not unchecked:
-            self.membership.touch(group, self._member_id(group, member_id, group_instance_id))
-
-        results: dict[TopicPartition, int] = {}
-        accepted: list[tuple[TopicPartition, OffsetAndMetadata]] = []
-        limit = self.config.offset_metadata_max_bytes
-        for e in offsets:
-            tp = (e.topic, e.partition)
-            metadata = e.metadata or ""
-            if len(metadata) > limit:
-                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            expire = now + retention_time_ms if retention_time_ms >= 0 else None
-            accepted.append(
-                (tp, OffsetAndMetadata(e.offset, e.leader_epoch, metadata, now, expire))
-            )
-        if not accepted:
-            self.membership.forget_if_unused(group)
-            return results
-        for tp, _ in accepted:
-            group.pending_commits[tp] += 1
-
-        def written(code: int) -> None:
-            for tp, om in accepted:
-                group.pending_commits[tp] -= 1
-                if group.pending_commits[tp] <= 0:
-                    del group.pending_commits[tp]
-                if code:
-                    continue
-                if producer is None:
-                    group.offsets[tp] = om
-                else:  # counts once the transaction commits
-                    group.pending_txn.setdefault(producer[0], {})[tp] = om
-            if code:
-                self.membership.forget_if_unused(group)
-
-        records = [offset_commit_record(group_id, tp, om) for tp, om in accepted]
-        ack = self.writer.submit(self.partition_for(group_id), records, written, producer)
-        code = await ack.wait()
-        for tp, _ in accepted:
-            results[tp] = code
-        return results
-
-    def _validate_commit(
-        self, group: Group, generation_id: int, member_id: str, group_instance_id: str | None
-    ) -> int:
-        if group.is_dead:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.state is EMPTY:
-            return ErrorCode.NONE  # an admin client or a consumer without group management
-        if generation_id >= 0 or member_id != "" or group_instance_id is not None:
-            error = validate_member(group, member_id, group_instance_id)
-            if error:
-                return error
-            if generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-            return ErrorCode.NONE
-        if group.state is not EMPTY:  # only members commit for a group that has some
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE
-
-    @staticmethod
-    def _member_id(group: Group, member_id: str, group_instance_id: str | None) -> str:
-        return group.static_member_id(group_instance_id) or member_id
-
-    def fetch_offsets(
-        self,
-        group_id: str,
-        partitions: Sequence[TopicPartition] | None,
-        require_stable: bool,
-        member: tuple[str | None, int] = (None, -1),
-    ) -> tuple[int, dict[TopicPartition, CommittedOffset]]:
-        """Committed offsets of ``partitions`` (all of the group's if None). With
-        ``require_stable``, a partition with an offset committed in a transaction still
-        open is UNSTABLE_OFFSET_COMMIT (the client asks again)."""
-        error = self._check(group_id, allow_empty=True) or self.consumer.validate_fetch(
-            group_id, *member
-        )
-        if error:
-            return error, {}
-        group = self.groups.get(group_id)
-        stored = {} if group is None or group.is_dead else group.offsets
-        unstable: set[TopicPartition] = set()
-        if require_stable and group is not None:
-            unstable = {tp for offsets in group.pending_txn.values() for tp in offsets}
-        wanted = stored.keys() if partitions is None else partitions
-        out = {}
-        for tp in wanted:
-            om = stored.get(tp)
-            if tp in unstable:
-                out[tp] = CommittedOffset(error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
-            else:
-                out[tp] = CommittedOffset() if om is None else _committed(om)
-        return ErrorCode.NONE, out
-
-    def on_marker(self, topic: str, partition: int, producer_id: int, commit: bool) -> None:
-        """``ReplicaManager.marker_observers``: a marker is in a partition's ISR."""
-        if topic == OFFSETS_TOPIC:
-            self.complete_txn(partition, producer_id, commit)
-
-    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A transaction marker landed in ``partition`` of the offsets topic: the offsets
-        its producer committed in that transaction count (commit) or go (abort)."""
-        for group_id, group in self.groups.items():
-            if self.partition_for(group_id) != partition:
-                continue
-            offsets = group.pending_txn.pop(producer_id, None)
-            if offsets and commit:
-                group.offsets.update(offsets)
-
-    async def delete_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition]
-    ) -> tuple[int, dict[TopicPartition, int]]:
-        error = self._check(group_id, allow_empty=True)
-        if error:
-            return error, {}
-        group = self.groups.get(group_id)
-        if group is None or group.is_dead:
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        results: dict[TopicPartition, int] = {}
-        if group.state is EMPTY:
-            eligible = list(partitions)
-        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
-            eligible = []
-            for tp in partitions:
-                if group.is_subscribed_to(tp[0]):
-                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                else:
-                    eligible.append(tp)
-        else:
-            return ErrorCode.NON_EMPTY_GROUP, {}
-        removed = group.remove_offsets(eligible)
-        code: int = ErrorCode.NONE
-        if removed:
-            now = self.now_ms()
-            tombstones = [offset_tombstone(group_id, tp, now) for tp in removed]
-            code = await self.writer.submit(self.partition_for(group_id), tombstones).wait()
-        for tp in eligible:
-            results[tp] = code
-        return ErrorCode.NONE, results
-
-    def forget_topic(self, topic: str) -> int:
-        """A topic was deleted: its committed offsets go too (tombstones written, not
-        waited for). Returns how many were removed."""
-        now = self.now_ms()
-        count = 0
-        for group in self.groups.values():
-            removed = group.remove_offsets([tp for tp in group.offsets if tp[0] == topic])
-            if removed:
-                count += len(removed)
-                tombstones = [offset_tombstone(group.group_id, tp, now) for tp in removed]
-                self.writer.submit(self.partition_for(group.group_id), tombstones)
-        return count
-
     # ================================================================ admin
 
     def list_groups(self, states: Sequence[str]) -> tuple[int, list[GroupOverview]]:
@@ -496,17 +300,61 @@ class GroupCoordinator:
             ErrorCode.NONE, group_id, str(group.state), group.protocol_type or "", protocol, members
         )
 
+    def figures(self) -> dict[str, Any]:
+        """The metrics' ``groups`` section: the groups this broker coordinates by protocol
+        and state (a classic group holding only a consumer group's offsets is not one),
+        rebalances since start (classic: completed; consumer: group epoch bumps), and the
+        server-side assignor's runs and their time."""
+        classic = {str(s): 0 for s in GroupState if s is not DEAD}
+        for g in self.groups.values():
+            if g.group_id not in self.consumer.groups and g.state is not DEAD:
+                classic[str(g.state)] += 1
+        consumer = {str(s): 0 for s in ConsumerGroupState if s is not ConsumerGroupState.DEAD}
+        for _, state in self.consumer.overviews():
+            consumer[state] += 1
+        times = self.consumer.assignment_times
+        return {
+            "classic": {"groups": classic, "rebalances": self.membership.completed_rebalances},
+            "consumer": {
+                "groups": consumer,
+                "rebalances": self.consumer.rebalances,
+                "assignments": times.count,
+                "assignment_time_ms": {"total": times.total_s * 1000, "max": times.max_s * 1000},
+            },
+        }
+
     # ============================================================== KIP-848
 
-    def consumer_group_heartbeat(
+    async def consumer_group_heartbeat(
         self, params: ConsumerHeartbeat, topics: TopicLookup
     ) -> ConsumerHeartbeatResult | None:
+        """The heartbeat, answered once the records of what it changed (and of every
+        change before it in the group's partition) are in ``__consumer_offsets``, as
+        acknowledged for offset commits. A failed write answers the error (the state in
+        memory is not rolled back, as Kafka's is: the next heartbeat writes it again)."""
         if not self.consumer.config.enabled:
             return None
         error = self._check(params.group_id, allow_empty=False)
         if error:
             return ConsumerHeartbeatResult(error)
-        return self.consumer.heartbeat(params, topics)
+        result = self.consumer.heartbeat(params, topics)
+        code = await self._consumer_changed(params.group_id).wait()
+        if code and not result.error_code:
+            return ConsumerHeartbeatResult(code, f"The group's records were not written ({code}).")
+        return result
+
+    def _consumer_changed(self, group_id: str) -> Ack:
+        """Write the records that bring the log up to the consumer group as it is now.
+        Submitted even when there are none: its ack then comes once everything written
+        before it in that partition is (the writer keeps each partition's order)."""
+        group = self.consumer.groups.get(group_id)
+        records = self.consumer_images.changes(group_id, group, self.now_ms())
+
+        def written(code: int) -> None:
+            if code:  # not written: the next change writes the whole group again
+                self.consumer_images.forget([group_id])
+
+        return self.writer.submit(self.partition_for(group_id), records, written)
 
     def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
         error = self._check(group_id, allow_empty=False)
@@ -529,8 +377,13 @@ class GroupCoordinator:
                 continue
             was_consumer = self.consumer.groups.pop(group_id, None) is not None
             group = self.groups.get(group_id)
+            if was_consumer:  # its records' tombstones, written before its offsets'
+                tombstones = self._consumer_changed(group_id)
+                if group is None:
+                    waiting.append((group_id, tombstones))
+                    continue
             if group is None:
-                results[group_id] = ErrorCode.NONE if was_consumer else ErrorCode.GROUP_ID_NOT_FOUND
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
                 continue
             reply = DELETE_GROUP[group.state]
             if not isinstance(reply, Reply):
@@ -594,7 +447,3 @@ class GroupCoordinator:
         if expired_count:
             log.info("expired %d committed offsets", expired_count)
         return expired_count
-
-
-def _committed(om: OffsetAndMetadata) -> CommittedOffset:
-    return CommittedOffset(om.offset, om.leader_epoch, om.metadata, ErrorCode.NONE)

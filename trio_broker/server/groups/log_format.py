@@ -4,9 +4,10 @@ Owns: building the records the coordinator writes, in Kafka's layouts (key versi
 ``OffsetCommitValue`` v3, or v1 when the commit carries an expiry time; key version 2 +
 ``GroupMetadataValue`` v3; a null value is a tombstone), and ``Replay``, which folds the
 records of the log, in order, into the latest state of every group: later records win, a
-tombstone deletes. Records it cannot decode (written by someone else) are counted and
-skipped. ``restore_group`` rebuilds a ``Group`` from what the replay found: Stable with its
-members if it had any, else Empty. Pure; no trio, no I/O.
+tombstone deletes (KIP-848 groups' records it hands to ``consumer.ConsumerReplay``).
+Records it cannot decode (written by someone else) are counted and skipped.
+``restore_group`` rebuilds a ``Group`` from what the replay found: Stable with its members
+if it had any, else Empty. Pure; no trio, no I/O.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ...protocol.errors import CorruptRequest
 from ...protocol.messages.coordinator_records import (
+    CONSUMER_GROUP_RECORDS,
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
@@ -27,6 +29,7 @@ from ...protocol.messages.coordinator_records import (
     encode_value,
 )
 from ...records import Record
+from .consumer import ConsumerReplay
 from .group import Group
 from .member import Member
 from .offsets import OffsetAndMetadata
@@ -111,6 +114,9 @@ class LoadedGroup:
     pending_txn: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
 
 
+_CONSUMER_GROUP_KEYS = tuple(key for key, _ in CONSUMER_GROUP_RECORDS.values())
+
+
 class Replay:
     """The latest state of every group, from the log's records applied in order. Offsets
     committed in a transaction (TxnOffsetCommit) wait for its marker: a commit makes them
@@ -121,6 +127,7 @@ class Replay:
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         # producer id -> group -> offsets of its open transaction
         self.pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
+        self.consumer = ConsumerReplay()  # KIP-848 groups' records
         self.records = 0
         self.skipped = 0
 
@@ -148,7 +155,9 @@ class Replay:
             self.skipped += 1
             log.warning("skipping an unreadable __consumer_offsets record: %s", exc)
             return
-        if isinstance(k, OffsetCommitKey):
+        if isinstance(k, _CONSUMER_GROUP_KEYS):
+            self.consumer.apply(k, v)  # type: ignore[arg-type]
+        elif isinstance(k, OffsetCommitKey):
             tp = (k.topic, k.partition)
             if v is None:
                 self.offsets.get(k.group, {}).pop(tp, None)

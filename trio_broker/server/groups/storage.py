@@ -13,6 +13,9 @@ describe. The writer takes everything queued for a partition and appends it as o
 (several commits share one append and one fsync when the flush policy asks for it), then
 runs each submission's ``on_done`` callback, in order, and wakes its waiter. The callback
 is where the coordinator applies what was written, so the cache never goes back in time.
+A submission with no records appends nothing: it is acknowledged once everything
+submitted before it for that partition is (a KIP-848 heartbeat that changed nothing waits
+so for the changes it was answered from).
 It must not decide what gets written, nor know about groups.
 """
 
@@ -352,7 +355,7 @@ class OrderedWriter:
                 for entry in entries:  # cancelled mid-append: they are not known to be written
                     self._finish(entry, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 raise
-            self.appends += 1
+            self.appends += 1 if records else 0
             code = coordinator_error(code) if code else 0
             for entry in entries:
                 self._finish(entry, code)

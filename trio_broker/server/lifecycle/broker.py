@@ -319,6 +319,7 @@ class Broker:
         self.control.roles[OFFSETS_TOPIC] = self.group_coordinator.role_changed
         self.control.roles[TXN_STATE_TOPIC] = txns.coordinator.role_changed
         self.metrics.set_transactions(txns.figures)
+        self.metrics.set_groups(self.group_coordinator.figures)
         self.client_quotas = access.client_quotas
         authorization = access.authorization
         self.authorize, self.authorize_any = authorization.authorize, authorization.authorize_any

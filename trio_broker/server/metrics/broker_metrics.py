@@ -98,6 +98,7 @@ class BrokerMetrics:
         self._log_cleaner_probe: Callable[[], dict[str, Any]] | None = None
         self._cluster_probe: Callable[[], dict[str, Any]] | None = None
         self._transactions_probe: Callable[[], dict[str, Any]] | None = None
+        self._groups_probe: Callable[[], dict[str, Any]] | None = None
         self._partitions_probe: PartitionsProbe | None = None
         self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
         self.handler_samplers = {
@@ -231,6 +232,13 @@ class BrokerMetrics:
         if self._transactions_probe is not None:
             return self._transactions_probe()
         return {"coordinator": None, "lso_lag": {}}
+
+    def set_groups(self, probe: Callable[[], dict[str, Any]] | None) -> None:
+        """Where the ``groups`` section (the group coordinator's figures) comes from."""
+        self._groups_probe = probe
+
+    def groups(self) -> dict[str, Any] | None:
+        return self._groups_probe() if self._groups_probe is not None else None
 
     def set_log_cleaner(self, probe: Callable[[], dict[str, Any]] | None) -> None:
         """Where the ``log_cleaner`` section (the cleaner's figures) comes from."""

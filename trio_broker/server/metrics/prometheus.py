@@ -5,7 +5,8 @@ snapshot dict into metric families on every scrape: no second bookkeeping) and
 ``prometheus_text``. Names follow Kafka's MBeans as the JMX exporter spells them:
 ``kafka_network_*`` for request and processor metrics, ``kafka_server_*`` for handler
 pools, connections, purgatories and topics, ``kafka_log_*`` for the log (the partitions'
-and log dirs' series are ``prometheus_partitions``'). Distributions are
+and log dirs' series are ``prometheus_partitions``', the group coordinator's
+``prometheus_groups``'). Distributions are
 summaries (window quantiles, cumulative ``_count`` and ``_sum``, in ms). The list of names
 is in docs/metrics.md.
 Must not: compute figures of its own beyond renaming and relabelling.
@@ -21,6 +22,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from .prometheus_groups import group_families
 from .prometheus_partitions import log_dir_families, partition_families
 from .requests import PHASES
 
@@ -345,6 +347,8 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
         yield from _cluster(s["cluster"])
     if s.get("transactions") is not None:
         yield from _transactions(s["transactions"])
+    if s.get("groups") is not None:
+        yield from group_families(s["groups"])
 
 
 def _transactions(t: dict[str, Any]) -> Iterator[Metric]:

@@ -11,11 +11,9 @@ the group's server-side assignor; (3) the member is reconciled one step towards 
 rebalance timeouts (the member's own, for revoking) fence a member: it leaves the group
 and the group epoch is bumped, so the others' next heartbeats pick up its partitions.
 
-State is in memory only: nothing of these groups (Kafka's ConsumerGroupMetadata,
-MemberMetadata, TargetAssignment and CurrentMemberAssignment records) is written to
-``__consumer_offsets``; their committed offsets are, by the classic path. After a restart
-or a coordinator move the members are told UNKNOWN_MEMBER_ID and join again. Must not
-know requests or the wire (``apis/groups/consumer.py`` translates), nor write records.
+The coordinator writes the groups' records after each change (a heartbeat, or
+``on_change`` from a timer) and hands those read back to ``restore``. Must not know
+requests or the wire (``apis/groups/consumer.py`` translates), nor write records.
 """
 
 from __future__ import annotations
@@ -23,10 +21,12 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from ....apis.group_services import (
@@ -48,6 +48,7 @@ from .model import (
     GroupState,
     MemberState,
     Partitions,
+    Timings,
     reconcile,
 )
 
@@ -102,6 +103,9 @@ class ConsumerGroups:
         # whether a classic group of that id has members (then it is not ours to take)
         self.classic_in_use = classic_in_use
         self.rebalances = 0  # group epoch bumps, all groups together
+        self.assignment_times = Timings()  # the server-side assignor's runs
+        # a group changed outside a heartbeat (a timer fenced a member, or it was dropped)
+        self.on_change: Callable[[str], object] = lambda group_id: None
 
     # ============================================================ heartbeat
 
@@ -169,7 +173,7 @@ class ConsumerGroups:
             return group
         if p.member_epoch != 0:
             # Kafka says GROUP_ID_NOT_FOUND; a member of a group this coordinator lost
-            # (a restart: state is in memory) is better told to join again.
+            # (its records never written) is better told to join again.
             raise HeartbeatError(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Consumer group {p.group_id} has no member {p.member_id}.",
@@ -299,7 +303,7 @@ class ConsumerGroups:
             client_host=p.client_host,
         )
         bump = member_id not in group.members or (
-            updated.subscribed_topic_names != member.subscribed_topic_names
+            set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
         )
         self.groups[group.group_id] = group
@@ -366,7 +370,9 @@ class ConsumerGroups:
             )
             for m in group.members.values()
         }
+        began = time.perf_counter()
         targets = assign(name, specs, ids)
+        self.assignment_times.add(time.perf_counter() - began)
         group.target = {m: frozenset(tps) for m, tps in targets.items()}
         group.assignment_epoch = group.group_epoch
         group.assignor_name = name
@@ -439,12 +445,14 @@ class ConsumerGroups:
         group = self.groups.get(group_id)
         if group is not None:
             self._fence(group, member_id, "its session expired")
+            self.on_change(group_id)
 
     def _rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
         group = self.groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
         if group is not None and member is not None and member.member_epoch == epoch:
             self._fence(group, member_id, f"it did not revoke its partitions of epoch {epoch}")
+            self.on_change(group_id)
 
     def forget_empty(self, keep: Callable[[str], bool]) -> None:
         """Drop the groups with no members, but those ``keep`` names (their offsets are
@@ -452,6 +460,20 @@ class ConsumerGroups:
         for group_id in [g for g, group in self.groups.items() if not group.members]:
             if not keep(group_id):
                 del self.groups[group_id]
+                self.on_change(group_id)
+
+    def restore(self, group: ConsumerGroup) -> None:
+        """Serve ``group`` as the log left it (a coordinator move): its members' sessions
+        start now, and a member still revoking gets its rebalance timeout again."""
+        self.groups[group.group_id] = group
+        for m in group.members.values():
+            self._schedule_session(group.group_id, m.member_id)
+            if m.state is MemberState.UNREVOKED_PARTITIONS:
+                self.timers.schedule(
+                    ("consumer-rebalance", group.group_id, m.member_id),
+                    max(m.rebalance_timeout_ms, 0) / 1000,
+                    partial(self._rebalance_timeout, group.group_id, m.member_id, m.member_epoch),
+                )
 
     def unload(self, group_ids: Iterable[str]) -> None:
         """Forget groups this broker no longer coordinates."""

@@ -4,7 +4,8 @@ target assignment (Kafka's ``CurrentAssignmentBuilder``).
 
 Owns: ``MemberState``, ``ConsumerMember``, ``ConsumerGroup`` (members, group epoch,
 target assignment and its epoch, which member holds which partition at which epoch,
-the group's state) and ``reconcile``. Plain values: no timers, no records, no requests.
+the group's state), ``reconcile``, and ``Timings`` (the assignor's runs, for metrics).
+Plain values: no timers, no records, no requests.
 """
 
 from __future__ import annotations
@@ -47,6 +48,20 @@ class ConsumerMember:
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+
+@dataclass(slots=True)
+class Timings:
+    """How many times something ran, and how long it took in all and at most."""
+
+    count: int = 0
+    total_s: float = 0.0
+    max_s: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.count += 1
+        self.total_s += seconds
+        self.max_s = max(self.max_s, seconds)
 
 
 class GroupState(enum.Enum):
