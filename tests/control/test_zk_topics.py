@@ -8,6 +8,8 @@ processes, confluent-kafka clients."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -359,5 +361,41 @@ def test_an_internal_topic_held_elsewhere_is_internal_in_metadata(
                 topics = {t.name: t for t in wire.request(MetadataRequest(topics=None), 9).topics}
             assert topics["__consumer_offsets"].is_internal
             assert not topics["t"].is_internal
+    finally:
+        stop_all(brokers)
+
+
+def test_a_topic_deleted_while_a_replica_was_down_is_not_listed_by_it_again(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    """Found by the nemesis admin workload: broker 2 stops (SIGSTOP) until its ZooKeeper
+    session expires, a topic with a replica on it is deleted (the StopReplica goes to the
+    live replicas only), broker 2 wakes and registers again, and still holds the topic. Its Metadata must not list the topic: once
+    the controller has described the cluster, a broker lists only the topics it described."""
+    connect, client = zk
+    brokers = three_brokers(tmp_path, connect)
+    try:
+        admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+        for name in ("gone", "t"):
+            admin.create_topics([NewTopic(name, 1, 3)])[name].result(30)
+        until("gone led", lambda: (partition_state(client, "gone", 0) or {}).get("leader", -1) >= 0)
+        assert brokers[2].proc is not None
+        os.kill(brokers[2].proc.pid, signal.SIGSTOP)  # a broker cut off, as by a partition
+        try:
+            until("broker 2's session gone", lambda: not client.exists("/brokers/ids/2"))
+            admin.delete_topics(["gone"])["gone"].result(30)
+            until("gone removed from ZooKeeper", lambda: not client.exists("/brokers/topics/gone"))
+        finally:
+            os.kill(brokers[2].proc.pid, signal.SIGCONT)
+        until("broker 2 registered again", lambda: client.exists("/brokers/ids/2"))
+        assert (tmp_path / "b2" / "gone-0").is_dir()  # its log is still there
+
+        def listed_by(b: int) -> set[str]:
+            with WireClient(brokers[b].bootstrap) as wire:  # this broker's own answer
+                return {t.name for t in wire.request(MetadataRequest(topics=None), 9).topics}
+
+        until("broker 2 told of the cluster", lambda: "t" in listed_by(2) or None)
+        assert "gone" not in listed_by(2)
+        assert "gone" not in listed_by(0)
     finally:
         stop_all(brokers)

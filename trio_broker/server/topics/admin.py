@@ -64,8 +64,17 @@ class TopicAdmin:
     def topic(self, name: str) -> TopicInfo | None:
         info = self.catalog.get(name)
         if info is not None:
-            return self._cluster_view(info)
+            return self._cluster_view(info) if self._known(name) else None
         return self._cached_topic(name)
+
+    def _known(self, name: str) -> bool:
+        """Whether a topic this broker holds is the cluster's: in a cluster, once the
+        controller has described the cluster, only the topics it described are (as Kafka's
+        Metadata answers from the controller's description alone). A topic deleted while
+        this broker was down or cut off is held here still, since the StopReplica that
+        would have removed it went to the live replicas only; it is not shown."""
+        cache = self.cluster.cache
+        return not cache.from_controller or name in cache.partitions
 
     def held(self, name: str) -> TopicInfo | None:
         """The topic's entry in this broker's catalog (None: no partition of it here)."""
@@ -94,7 +103,7 @@ class TopicAdmin:
         return None if name is None else self._cached_topic(name)
 
     def topics(self) -> Sequence[TopicInfo]:
-        local = [self._cluster_view(t) for t in self.catalog.all()]
+        local = [self._cluster_view(t) for t in self.catalog.all() if self._known(t.name)]
         names = {t.name for t in local}
         remote = [
             info
