@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from .prometheus_clients import ClientSeries, ClientSeriesCollector
 from .prometheus_partitions import log_dir_families, partition_families
 from .requests import PHASES
 
@@ -559,10 +560,13 @@ def _io_threads(io: dict[str, Any]) -> Iterator[Metric]:
 
 
 def registry_for(
-    figures: Figures, partition_series: Callable[[], bool] = lambda: True
+    figures: Figures,
+    partition_series: Callable[[], bool] = lambda: True,
+    client_series: ClientSeries = list,
 ) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(figures, partition_series))
+    registry.register(ClientSeriesCollector(client_series))
     return registry
 
 

@@ -88,6 +88,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         "log_cleaner": metrics.log_cleaner(),
         "cluster": metrics.cluster(),
         "transactions": metrics.transactions(),
+        "client_telemetry": metrics.client_telemetry(),
         "partitions": partitions,
         "log_dirs": log_dirs,
     }
