@@ -77,6 +77,7 @@ class Instance:
     last_error: int = ErrorCode.NONE
     terminating: bool = False
     pushed_at: float | None = None  # wall-clock seconds of the last accepted push
+    first_pushed_at: float | None = None  # ... and of the first
     pushes: int = 0
     resource: dict[str, str] = field(default_factory=dict)
     points: dict[str, Point] = field(default_factory=dict)
@@ -233,6 +234,8 @@ class ClientInstances:
                 inst.points[point.series] = point
         inst.last_error = ErrorCode.NONE
         inst.pushed_at = time.time()
+        if inst.first_pushed_at is None:
+            inst.first_pushed_at = inst.pushed_at
         inst.pushes += 1
         self.pushes += 1
         return ErrorCode.NONE, None

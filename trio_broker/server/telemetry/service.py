@@ -142,6 +142,7 @@ class ClientTelemetry:
                     "client_source_port": c.port,
                     "subscription_id": inst.subscription_id,
                     "push_interval_ms": inst.push_interval_ms,
+                    "first_push_time": inst.first_pushed_at,
                     "last_push_time": inst.pushed_at,
                     "pushes": inst.pushes,
                     "resource": dict(inst.resource),
