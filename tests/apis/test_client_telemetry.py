@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Producer
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from ..support.brokers import BrokerThread
+from ..support.metrics import validate_snapshot
 
 INTERVAL_MS = 500
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
@@ -124,8 +125,9 @@ def test_a_producer_and_a_consumer_push_within_two_intervals(
         assert 'client_id="app-p"' in line
         assert f'client_instance_id="{p["client_instance_id"]}"' in line
         assert 'client_software_name="confluent-kafka-python"' in line
-        snapshot = http.get("/v1/metrics").json()["client_telemetry"]
-        assert snapshot["instances"] >= 3 and snapshot["pushes"] >= 2
+        assert "kafka_server_client_metrics_instance_count 3.0" in text
+        snapshot = validate_snapshot(http.get("/v1/metrics").json())["client_telemetry"]
+        assert snapshot["instances"] == 3 and snapshot["pushes"] >= 2
         assert snapshot["subscriptions"] == 1 and snapshot["evicted"] == 0
     finally:
         consumer.close()

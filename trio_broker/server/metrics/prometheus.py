@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .prometheus_clients import ClientSeries, ClientSeriesCollector
+from .prometheus_clients import ClientSeries, ClientSeriesCollector, client_telemetry_families
 from .prometheus_partitions import log_dir_families, partition_families
 from .requests import PHASES
 
@@ -346,6 +346,7 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
         yield from _cluster(s["cluster"])
     if s.get("transactions") is not None:
         yield from _transactions(s["transactions"])
+    yield from client_telemetry_families(s.get("client_telemetry"))
 
 
 def _transactions(t: dict[str, Any]) -> Iterator[Metric]:

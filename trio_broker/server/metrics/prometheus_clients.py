@@ -1,6 +1,7 @@
 """The clients' own metrics (KIP-714 pushes) in Prometheus' text format.
 
-Owns: ``ClientSeriesCollector``, a collector over the points client telemetry hands out
+Owns: ``client_telemetry_families`` (the snapshot's ``client_telemetry`` counters, always
+there) and ``ClientSeriesCollector``, a collector over the points client telemetry hands out
 (empty unless ``client.metrics.prometheus.enable``): each pushed metric becomes the gauge
 ``kafka_client_<name>``, its name's dots and other signs as underscores (librdkafka's
 ``org.apache.kafka.producer.record.queue.time.avg`` is
@@ -13,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import Any
 
-from prometheus_client.core import Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 ClientSeries = Callable[[], list[tuple[str, dict[str, str], float]]]
 
@@ -43,3 +45,27 @@ class ClientSeriesCollector:
                 family = families[full] = Metric(full, f"Pushed by clients: {name}", "gauge")
             family.add_sample(full, {_label(k): v for k, v in labels.items()}, value)
         yield from families.values()
+
+
+_COUNTERS = (
+    ("pushes", "PushTelemetry requests whose metrics were kept"),
+    ("push_errors", "PushTelemetry requests refused (any of Kafka's errors)"),
+    ("throttled", "Telemetry requests sooner than the push interval"),
+    ("unknown_subscription", "Pushes with an outdated subscription id"),
+    ("evicted", "Client instances dropped over client.metrics.max.clients"),
+    ("expired", "Client instances dropped after 3 push intervals unheard"),
+)
+
+
+def client_telemetry_families(section: dict[str, Any] | None) -> Iterator[Metric]:
+    """The ``client_telemetry`` section: Kafka's ``client-metrics`` instance count, and
+    ``trio_broker_client_telemetry_<counter>_total``."""
+    if section is None:
+        return
+    yield GaugeMetricFamily(
+        "kafka_server_client_metrics_instance_count",
+        "Client instances whose telemetry is kept (Kafka's client-metrics instance-count)",
+        value=section["instances"],
+    )
+    for key, doc in _COUNTERS:
+        yield CounterMetricFamily(f"trio_broker_client_telemetry_{key}", doc, value=section[key])
