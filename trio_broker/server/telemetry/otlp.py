@@ -12,6 +12,7 @@ limit raises it with TELEMETRY_TOO_LARGE. Pure computation: no I/O, no event loo
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
@@ -47,7 +48,7 @@ class Point:
         """The series' key: its name, with ``{k=v,...}`` when it has attributes."""
         if not self.attributes:
             return self.name
-        return self.name + "{" + ",".join(f"{k}={v}" for k, v in self.attributes) + "}"
+        return sys.intern(self.name + "{" + ",".join(f"{k}={v}" for k, v in self.attributes) + "}")
 
 
 def _text(value: AnyValue) -> str:
@@ -56,7 +57,7 @@ def _text(value: AnyValue) -> str:
 
 
 def _attributes(attrs: list[KeyValue]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((kv.key, _text(kv.value)) for kv in attrs))
+    return tuple(sorted((sys.intern(kv.key), _text(kv.value)) for kv in attrs))
 
 
 def _number(point: NumberDataPoint) -> float:
@@ -88,14 +89,14 @@ def decode_push(
         for sm in rm.scope_metrics:
             for metric in sm.metrics:
                 kind = metric.WhichOneof("data")
+                # every client of a kind pushes the same names: one copy of each is kept
+                name = sys.intern(metric.name)
                 if kind in (SUM, GAUGE):
                     for p in getattr(metric, kind).data_points:
                         attrs = _attributes(list(p.attributes))
-                        points.append(Point(metric.name, kind, _number(p), attrs, p.time_unix_nano))
+                        points.append(Point(name, kind, _number(p), attrs, p.time_unix_nano))
                 elif kind == HISTOGRAM:
                     for h in metric.histogram.data_points:
                         attrs = _attributes(list(h.attributes))
-                        points.append(
-                            Point(metric.name, kind, h.sum, attrs, h.time_unix_nano, h.count)
-                        )
+                        points.append(Point(name, kind, h.sum, attrs, h.time_unix_nano, h.count))
     return resource, points
