@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import time
+import tracemalloc
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import snappy
+import zstandard
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.metrics.v1.metrics_pb2 import (
     Gauge,
@@ -264,3 +266,21 @@ def test_instances_unheard_for_three_intervals_are_dropped(
         time.sleep(0.05)
     assert figures["expired"] == 1
     assert http.get("/v1/client-metrics").json() == {"clients": []}
+
+
+def test_a_small_payload_that_decompresses_to_a_lot_is_never_decompressed_whole(
+    wire: WireClient, http: httpx.Client
+) -> None:
+    """64 MiB of zeros is ~2 KB of zstd, under telemetry.max.bytes as sent: the broker
+    (here, in this process) stops decompressing past the limit instead of making 64 MiB."""
+    bomb = zstandard.ZstdCompressor().compress(bytes(64 << 20))
+    assert len(bomb) < MAX_BYTES
+    got = get(wire)
+    tracemalloc.start()
+    try:
+        code = push(wire, got, bomb, compression=Compression.ZSTD)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == ErrorCode.TELEMETRY_TOO_LARGE
+    assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB allocated for one push"
