@@ -7,8 +7,8 @@ document (``client_metrics_paths``, ``client_metrics_schemas``):
 
 - ``GET /v1/client-metrics``: ``{"clients": [...]}``, one entry per client instance the
   broker keeps: its instance id, client id, software name and version, source address
-  and port, push interval, last push time (Unix seconds; null before its first push) and
-  ``"metrics": {series: latest value}`` (a series is the metric's name, with
+  and port, push interval, first and last push time (Unix seconds; null before a push) and
+  ``"metrics": {series: value}`` from its latest push (a series is the metric's name, with
   ``{attribute=value,...}`` when the point has attributes; a histogram's value is
   ``{"count", "sum"}``);
 - ``GET /v1/client-metrics/subscriptions``: every subscription;
@@ -189,8 +189,8 @@ def client_metrics_paths(
     return {
         "/v1/client-metrics": {
             "get": op(
-                "The client instances pushing telemetry (KIP-714), each with the latest "
-                "value of every metric it pushed.",
+                "The client instances pushing telemetry (KIP-714), each with the metrics of "
+                "its latest push.",
                 {"200": body("ClientMetricsClients", "the clients")},
                 operationId="listClientMetrics",
             )

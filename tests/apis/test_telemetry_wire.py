@@ -284,3 +284,17 @@ def test_a_small_payload_that_decompresses_to_a_lot_is_never_decompressed_whole(
         tracemalloc.stop()
     assert code == ErrorCode.TELEMETRY_TOO_LARGE
     assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB allocated for one push"
+
+
+def test_an_instance_holds_its_latest_push_only(wire: WireClient, http: httpx.Client) -> None:
+    got = get(wire)
+    assert push(wire, got, payload(padding=10)) == ErrorCode.NONE
+    assert "x" * 10 in entry(http, got.client_instance_id)["metrics"]
+    # the next push is accepted one interval (100 ms) later: retried until then, within 5 s
+    deadline = time.monotonic() + 5
+    while (code := push(wire, got, payload())) == ErrorCode.THROTTLING_QUOTA_EXCEEDED:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert code == ErrorCode.NONE
+    kept = entry(http, got.client_instance_id)
+    assert "x" * 10 not in kept["metrics"] and len(kept["metrics"]) == 3

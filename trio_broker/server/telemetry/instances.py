@@ -19,6 +19,8 @@ them, and the latest point of each metric series of each instance.
   UNSUPPORTED_COMPRESSION_TYPE for a codec Kafka does not know; TELEMETRY_TOO_LARGE over
   ``telemetry.max.bytes`` (compressed, or decompressed); INVALID_RECORD for a payload that
   does not decompress or parse as OTLP.
+- An instance holds the resource attributes and the points of its latest push (a client
+  pushes every subscribed metric each time), so at most one payload's worth.
 - Memory is bounded: an instance not heard from for ``IDLE_INTERVALS`` (3) of its push
   intervals is dropped (counted in ``expired``), and past ``client.metrics.max.clients``
   the least recently heard from is dropped (counted in ``evicted``). Kafka's own cache
@@ -229,9 +231,10 @@ class ClientInstances:
                 inst.last_error = exc.error_code
                 self.push_errors += 1
                 return exc.error_code, str(exc)
-            inst.resource.update(resource)
-            for point in points:
-                inst.points[point.series] = point
+            # the latest push's series replace the last ones: what one instance holds is
+            # bounded by one payload (telemetry.max.bytes), however many it pushes
+            inst.resource = resource
+            inst.points = {point.series: point for point in points}
         inst.last_error = ErrorCode.NONE
         inst.pushed_at = time.time()
         if inst.first_pushed_at is None:

@@ -1,7 +1,8 @@
 """A PushTelemetry payload read: decompressed, then decoded as OTLP ``MetricsData``.
 
 Owns: ``decode_push`` and ``Point``. The payload is decompressed with the record codecs
-(``records.codec``: gzip, snappy, lz4, zstd, as Kafka accepts) and parsed with the
+(``records.codec``: gzip, snappy, lz4, zstd, as Kafka accepts), never past
+``telemetry.max.bytes`` (a small zstd payload may stand for gigabytes) and parsed with the
 OpenTelemetry project's generated classes (``opentelemetry-proto``), not a hand-written
 protobuf reader. Sums, gauges and histograms are kept, each data point with its
 attributes, and the resources' attributes; exponential histograms and summaries are
@@ -21,7 +22,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData, NumberDataPo
 
 from ...protocol.errors import ErrorCode
 from ...records import Compression, RecordsError
-from ...records.codec import decompress
+from ...records.codec import decompress_at_most
 
 SUM, GAUGE, HISTOGRAM = "sum", "gauge", "histogram"
 
@@ -69,7 +70,7 @@ def decode_push(
 ) -> tuple[dict[str, str], list[Point]]:
     """The resource attributes and the data points of a pushed payload."""
     try:
-        raw = decompress(Compression(compression_type), payload)
+        raw = decompress_at_most(Compression(compression_type), payload, max_bytes)
     except (RecordsError, ValueError) as exc:
         raise PayloadError(ErrorCode.INVALID_RECORD, f"payload not decompressed: {exc}") from None
     if len(raw) > max_bytes:
