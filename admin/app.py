@@ -5,6 +5,7 @@ Owns: ``create_app(view)``, the routes of the HTTP contract (``/v1/status/ready`
 ``/v1/log-cleaner`` (the metrics' ``log_cleaner`` section: compaction per partition),
 ``/v1/cluster`` (controller, brokers, partitions' leaders and ISR), ``/v1/transactions``
 (the transaction coordinator's ids and figures), ``/v1/users`` (in ``admin.users``),
+``/v1/client-metrics`` (in ``admin.client_metrics``),
 ``/v1/faults`` (in ``admin.faults``), ``/metrics``, ``/v1/config``, ``/v1/openapi.json``,
 ``/v1/dashboard``, and the page ``/dashboard`` with its static files; ``/v1/topics`` is
 registered from ``admin.topics``, ``/v1/acls`` from ``admin.acls``), the bearer-token
@@ -27,6 +28,7 @@ from quart_trio import QuartTrio
 
 from .acls import register_acl_routes
 from .asgi import AdminQuart
+from .client_metrics import register_client_metrics_routes
 from .dashboard import PAGE, StaticFiles
 from .errors import ApiError, install_error_handlers, json_response
 from .faults import register_fault_routes
@@ -191,6 +193,7 @@ def create_app(view: AdminView) -> QuartTrio:
         return json_response(_quota_json(removed))
 
     register_user_routes(app, view)  # /v1/users
+    register_client_metrics_routes(app, view)  # /v1/client-metrics (KIP-714)
 
     # ---------------------------------------------------------------- metrics
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .acl_openapi import acl_paths, acl_schemas
+from .client_metrics import client_metrics_paths, client_metrics_schemas
 from .faults import fault_paths, fault_schemas
 from .topic_openapi import topic_paths, topic_schemas
 from .users import user_paths, user_schemas
@@ -567,6 +568,7 @@ def openapi_document(
     paths.update(topic_paths(op, _error))
     paths.update(acl_paths(op, _error))
     paths.update(user_paths(op, bad))
+    paths.update(client_metrics_paths(op, _error))
     paths.update(fault_paths(op, _error))
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
@@ -588,6 +590,7 @@ def openapi_document(
                 **topic_schemas(),
                 **acl_schemas(),
                 **user_schemas(),
+                **client_metrics_schemas(),
                 **fault_schemas(),
             },
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

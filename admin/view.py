@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .acl_view import AclView
+from .client_metrics_view import ClientMetricsView
 from .topic_view import TopicView
 
 MIN_POOL_SIZE = 1
@@ -194,9 +195,9 @@ class FaultControl(Protocol):
         ...
 
 
-class AdminView(AclView, TopicView, Protocol):
+class AdminView(AclView, TopicView, ClientMetricsView, Protocol):
     """What the admin API may read and change in a running broker (the ACLs: ``AclView``;
-    the topics: ``TopicView``)."""
+    the topics: ``TopicView``; client telemetry: ``ClientMetricsView``)."""
 
     @property
     def admin_token(self) -> str | None:

@@ -257,3 +257,19 @@ def test_partitions_refuses_more_than_the_open_files_limit(tmp_path: Path) -> No
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "refused: 100,000,000 partitions need" in proc.stderr
     assert "RLIMIT_NOFILE" in proc.stderr and "command: " not in proc.stdout
+
+
+def test_telemetry(tmp_path: Path) -> None:
+    doc = _run(
+        "telemetry.py",
+        *("--instances", "20", "--cap", "16384,10", "--faults"),
+        tmp_path=tmp_path,
+    )
+    rows = doc["results"]["rows"]
+    assert [(r["cap"], r["faults"]) for r in rows] == [
+        (16384, False),
+        (16384, True),
+        (10, False),
+        (10, True),
+    ]
+    assert [(r["instances_kept"], r["evicted"]) for r in rows] == [(40, 0)] * 2 + [(10, 30)] * 2

@@ -31,6 +31,9 @@ class RequestContext:
     principal: str
     plane: str
     broker: BrokerView
+    client_port: int = 0
+    # the client's software name and version from its ApiVersions (KIP-511), if it said
+    client_software: tuple[str | None, str | None] = (None, None)
     # The version the response is encoded with; a handler may lower it (ApiVersions
     # answers an unsupported version with v0, KIP-511).
     response_version: int = -1

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ..security.acl import AclBinding, AclFilter, AclOperation, ResourceType
 from .fetch_sessions import FetchSessionCache
 from .outcomes import Deferred
+from .telemetry_services import TelemetryView
 from .txn_services import ActiveProducer, TransactionsView
 
 if TYPE_CHECKING:
@@ -229,6 +230,11 @@ class BrokerView(Protocol):
 
     @property
     def controller_id(self) -> int: ...
+
+    @property
+    def telemetry(self) -> TelemetryView:
+        """KIP-714's client metrics and their subscriptions."""
+        ...
 
     @property
     def cluster_described(self) -> bool:

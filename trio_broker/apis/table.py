@@ -15,7 +15,7 @@ from typing import Any
 from ..protocol import messages
 from ..protocol.api import ApiKey, ApiSpec
 from ..protocol.schema import VersionRange
-from . import api_versions, controller, metadata, sasl, unserved
+from . import api_versions, controller, metadata, sasl, telemetry, unserved
 from .admin import (
     acls,
     alter_configs,
@@ -142,6 +142,12 @@ API_TABLE = ApiTable(
         ApiEntry(messages.group_heartbeats.SHARE_GROUP_HEARTBEAT, unserved.share_group_heartbeat),
         ApiEntry(messages.quotas.DESCRIBE_CLIENT_QUOTAS, client_quotas.describe),
         ApiEntry(messages.quotas.ALTER_CLIENT_QUOTAS, client_quotas.alter),
+        # KIP-714's client metrics
+        ApiEntry(
+            messages.telemetry.GET_TELEMETRY_SUBSCRIPTIONS,
+            telemetry.get_subscriptions,
+        ),
+        ApiEntry(messages.telemetry.PUSH_TELEMETRY, telemetry.push),
         ApiEntry(messages.acls.DESCRIBE_ACLS, acls.describe),
         ApiEntry(messages.acls.CREATE_ACLS, acls.create),
         ApiEntry(messages.acls.DELETE_ACLS, acls.delete),

@@ -496,6 +496,8 @@ class Processor:
             listener=ctx.name,
             security_protocol=ctx.security_protocol,
             client_host=conn.remote[0],
+            client_port=conn.remote[1],
+            client_software=(conn.client_software_name, conn.client_software_version),
             principal=conn.principal,
             plane=ctx.plane,
             memory=conn.reserved,

@@ -63,7 +63,7 @@ class Request:
     """A parsed request on its way through the request channel to a handler and back.
 
     It carries what handlers may know of its connection as plain values (listener,
-    security protocol, client address, principal) and the ``sink`` its answer goes to.
+    security protocol, client address and software, principal) and the ``sink`` its answer goes to.
     """
 
     sink: ResponseSink
@@ -77,6 +77,9 @@ class Request:
     listener: str = ""
     security_protocol: str = "PLAINTEXT"
     client_host: str = ""
+    client_port: int = 0
+    # ApiVersions v3+'s client_software_name and _version on this connection (KIP-511)
+    client_software: tuple[str | None, str | None] = (None, None)
     principal: str = "User:ANONYMOUS"
     plane: str = "data"
     context: dict[str, Any] = field(default_factory=dict)

@@ -9,12 +9,16 @@ librdkafka sends a plain snappy block, Kafka's Java client the xerial framing
 broker writes the xerial framing, as Kafka's broker does, which every client reads.
 The broker decompresses to find a record inside a batch (ListOffsets by timestamp) and to
 recompress a producer's batch into a topic's ``compression.type``; always off the event
-loop. Corrupt data raises ``RecordsError(CORRUPT_MESSAGE)``.
+loop. Corrupt data raises ``RecordsError(CORRUPT_MESSAGE)``. ``decompress_at_most`` stops
+past a limit (a client's KIP-714 telemetry: a few kilobytes of zstd or gzip can stand for
+gigabytes), for gzip, lz4 and zstd by streaming; a snappy block (at most ~21x its size)
+is decompressed whole.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import struct
 import zlib
 
@@ -94,3 +98,24 @@ def decompress(compression: Compression, data: bytes | memoryview) -> bytes | me
     raise RecordsError(
         ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {compression!r}"
     )
+
+
+def decompress_at_most(
+    compression: Compression, data: bytes | memoryview, limit: int
+) -> bytes | memoryview:
+    """``data`` decompressed, but no more than ``limit + 1`` bytes of it: a result longer
+    than ``limit`` means the whole is over it (what follows was never made)."""
+    if compression not in (Compression.GZIP, Compression.LZ4, Compression.ZSTD):
+        return decompress(compression, data)
+    try:
+        if compression is Compression.GZIP:
+            return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(data, limit + 1)
+        if compression is Compression.LZ4:
+            frame = lz4.frame.LZ4FrameDecompressor()
+            return bytes(frame.decompress(bytes(data), max_length=limit + 1))
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)))
+        return bytes(reader.read(limit + 1))
+    except (OSError, EOFError, ValueError, RuntimeError, zlib.error, zstandard.ZstdError) as exc:
+        raise RecordsError(
+            ErrorCode.CORRUPT_MESSAGE, f"bad {compression.name.lower()} data: {exc}"
+        ) from None

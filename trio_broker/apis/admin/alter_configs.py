@@ -1,7 +1,9 @@
 """AlterConfigs v0-v2 and IncrementalAlterConfigs v0-v1: run-time config changes.
 
-For TOPIC resources and BROKER resources (this broker's id, or ``""`` for the cluster-wide
-default). AlterConfigs replaces a resource's whole set of run-time settings;
+For TOPIC resources, BROKER resources (this broker's id, or ``""`` for the cluster-wide
+default) and CLIENT_METRICS resources (KIP-714's subscriptions: ALTER_CONFIGS on the cluster;
+Kafka's checks are ``server.telemetry``'s; every key removed deletes the subscription).
+AlterConfigs replaces a resource's whole set of run-time settings;
 IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT (the last two on
 list-valued keys only) to the keys it names. ``validate_only`` checks and changes nothing.
 Each resource is answered on its own, with Kafka's codes: TOPIC_AUTHORIZATION_FAILED /
@@ -25,8 +27,10 @@ from ..authz import TOPIC as TOPIC_RESOURCE
 from ..authz import Op, allowed, cluster_allowed
 from ..context import RequestContext
 from ..services import TopicError
+from ..telemetry_services import CLIENT_METRICS
 
 TOPIC, BROKER = 2, 4
+SET = 0
 
 _ALTER = spec_for(ApiKey.AlterConfigs)
 _INCREMENTAL = spec_for(ApiKey.IncrementalAlterConfigs)
@@ -44,13 +48,14 @@ def _refusal(ctx: RequestContext, res: Any, duplicated: bool) -> tuple[int, str 
     if res.resource_type == TOPIC:
         if not allowed(ctx, Op.ALTER_CONFIGS, TOPIC_RESOURCE, res.resource_name):
             return ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
-    elif res.resource_type == BROKER:
+    elif res.resource_type in (BROKER, CLIENT_METRICS):
         if not cluster_allowed(ctx, Op.ALTER_CONFIGS):
             return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
     else:
         return (
             ErrorCode.INVALID_REQUEST,
-            f"resource type {res.resource_type} cannot be altered (TOPIC or BROKER)",
+            f"resource type {res.resource_type} cannot be altered "
+            "(TOPIC, BROKER or CLIENT_METRICS)",
         )
     return None
 
@@ -93,6 +98,14 @@ async def _answer(
 
 async def handle_alter(ctx: RequestContext, req: Any) -> Any:
     async def replace(res: Any) -> None:
+        if res.resource_type == CLIENT_METRICS:
+            await ctx.broker.telemetry.alter_subscription(
+                res.resource_name,
+                [(c.name, SET, c.value) for c in res.configs],
+                validate_only=req.validate_only,
+                replace=True,
+            )
+            return
         await ctx.broker.replace_configs(
             res.resource_type,
             res.resource_name,
@@ -106,6 +119,13 @@ async def handle_alter(ctx: RequestContext, req: Any) -> Any:
 
 async def handle_incremental(ctx: RequestContext, req: Any) -> Any:
     async def alter(res: Any) -> None:
+        if res.resource_type == CLIENT_METRICS:
+            await ctx.broker.telemetry.alter_subscription(
+                res.resource_name,
+                [(c.name, c.config_operation, c.value) for c in res.configs],
+                validate_only=req.validate_only,
+            )
+            return
         await ctx.broker.alter_configs_incrementally(
             res.resource_type,
             res.resource_name,

@@ -9,6 +9,9 @@ default; ``log.retention.hours`` and the like included). v0 (Kafka 3.9 serves it
 removed it) has no sources nor synonyms, only ``is_default``: the value is the key's
 default (DEFAULT_CONFIG). Sensitive values are never sent (null, is_sensitive true).
 ``configuration_keys`` null means every key; an unknown key is simply absent, as in Kafka.
+A CLIENT_METRICS resource (16, KIP-714) is a
+subscription's ``metrics``, ``interval.ms`` and ``match`` (DESCRIBE_CONFIGS on the cluster;
+an empty name is INVALID_REQUEST; an unknown one answers the defaults, as Kafka does).
 A broker resource is named by this broker's id (every key in force), or empty for the
 cluster-wide default (only the keys set at that level, as Kafka answers); any other name is
 INVALID_REQUEST, in Kafka's words. A topic needs DESCRIBE_CONFIGS on it
@@ -20,7 +23,7 @@ ListConfigResources (74) lists the resources that have configs, as Kafka 4.1+'s
 CLUSTER_AUTHORIZATION_FAILED; the types asked for (none: every type of the version, v0
 client metrics only, v1 topics, brokers, broker loggers, client metrics and groups), any
 other type UNSUPPORTED_VERSION with nothing listed; in Kafka's order: groups with configs
-(none here: group configs are not served), client metrics subscriptions (none yet), broker
+(none here: group configs are not served), client metrics subscriptions, broker
 loggers and brokers (each broker with an endpoint on the request's listener), topics (all,
 internal ones too). Each type's names are sorted.
 """
@@ -37,6 +40,7 @@ from ..authz import TOPIC as TOPIC_RESOURCE
 from ..authz import Op, allowed, cluster_allowed
 from ..context import RequestContext
 from ..services import broker_name_problem
+from ..telemetry_services import CLIENT_METRICS_CONFIG
 
 _SPEC = spec_for(ApiKey.DescribeConfigs)
 assert _SPEC is not None
@@ -85,6 +89,15 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 result.error_message = problem
                 continue
             entries = broker.broker_config_entries(cluster_default=res.resource_name == "")
+        elif res.resource_type == CLIENT_METRICS:
+            if not cluster_allowed(ctx, Op.DESCRIBE_CONFIGS):
+                result.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            elif not res.resource_name:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = "Client metrics subscription name must not be empty"
+            else:
+                result.configs = _client_metrics_entries(ctx, req, res)
+            continue
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"resource type {res.resource_type} is not supported"
@@ -117,6 +130,36 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
     return DescribeConfigsResponse(throttle_time_ms=ctx.throttle_time_ms, results=results)
 
 
+def _client_metrics_entries(ctx: RequestContext, req: Any, res: Any) -> list[Any]:
+    """A subscription's three keys (an unknown one's: the defaults, as Kafka answers)."""
+    keys = res.configuration_keys
+    return [
+        Entry(
+            name=name,
+            value=value,
+            read_only=False,
+            is_default=not explicit,
+            config_source=CLIENT_METRICS_CONFIG if explicit else DEFAULT_CONFIG,
+            is_sensitive=False,
+            synonyms=[
+                Synonym(
+                    name=name,
+                    value=value,
+                    source=CLIENT_METRICS_CONFIG if explicit else DEFAULT_CONFIG,
+                )
+            ]
+            if req.include_synonyms
+            else [],
+            config_type=_TYPES["int" if name == "interval.ms" else "list"],
+            documentation=None,
+        )
+        for name, (value, explicit) in ctx.broker.telemetry.subscription_configs(
+            res.resource_name
+        ).items()
+        if keys is None or name in keys
+    ]
+
+
 async def list_config_resources(
     ctx: RequestContext, req: ListConfigResourcesRequest
 ) -> ListConfigResourcesResponse:
@@ -133,7 +176,7 @@ async def list_config_resources(
     brokers = sorted({e.node_id for e in broker.endpoints(ctx.listener)})
     names: dict[int, list[str]] = {
         GROUP: [],  # group configs (KIP-848's) are not served: no group has any
-        CLIENT_METRICS: [],  # client metrics subscriptions (KIP-714) are not served yet
+        CLIENT_METRICS: list(broker.telemetry.subscription_names()),
         BROKER_LOGGER: [str(b) for b in brokers],
         BROKER: [str(b) for b in brokers],
         TOPIC: sorted(t.name for t in broker.topics()),

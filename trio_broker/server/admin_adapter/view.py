@@ -52,15 +52,16 @@ from ..lifecycle import cluster_view
 from ..quotas import QUOTA_KEYS, QuotaEntity, QuotaError
 from ..startup import StartupError
 from .acls import AclAdmin
+from .client_metrics import ClientMetricsAdmin
 from .topics import TopicAdminView
 
 if TYPE_CHECKING:
     from ..lifecycle import Broker
 
 
-class BrokerAdminView(AclAdmin, TopicAdminView):
+class BrokerAdminView(AclAdmin, TopicAdminView, ClientMetricsAdmin):
     """``AdminView`` over one broker (the ACL routes' part in ``AclAdmin``, the topic
-    routes' in ``TopicAdminView``)."""
+    routes' in ``TopicAdminView``, client telemetry's in ``ClientMetricsAdmin``)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker

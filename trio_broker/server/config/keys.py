@@ -24,6 +24,7 @@ from .keys_groups import CONSUMER_GROUP_KEYS
 from .keys_replication import REPLICATION_KEYS
 from .keys_security import SECURITY_KEYS
 from .keys_storage import STORAGE_KEYS
+from .keys_telemetry import TELEMETRY_KEYS
 from .keys_transactions import TRANSACTION_KEYS
 from .syntax import (
     BOOL,
@@ -548,6 +549,7 @@ _KEYS = [
     define("quota.window.num", INT, 11, "Samples kept for quota rates.", POSITIVE),
     define("quota.window.size.seconds", INT, 1, "Length of one quota sample.", POSITIVE),
     *SECURITY_KEYS,
+    *TELEMETRY_KEYS,
     # ---- admin API, dashboard, metrics
     define(
         "admin.listeners",

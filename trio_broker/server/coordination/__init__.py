@@ -7,10 +7,10 @@ election (``coordinator``, ``membership``), the elected controller's work (``con
 ISR writes of a leader (``isr_writer``), producer id blocks (``producer_ids``), and the
 cluster's topics, configs, credentials and quotas in ZooKeeper (``topics``,
 ``topic_configs``, ``broker_configs``, ``user_credentials``, ``client_quotas``,
-``config_changes``), joined to a broker by ``wiring``.
+``client_metrics``, ``config_changes``), joined to a broker by ``wiring``.
 
 Face: what ``__all__`` names. Uses of the server: ``topics``, ``replication``, ``access``,
-``quotas``, ``config``, ``datadir``. A broker without ``zookeeper.connect`` opens no
+``quotas``, ``telemetry``, ``config``, ``datadir``. A broker without ``zookeeper.connect`` opens no
 session: of all this it builds only ``ControllerRequests``, whose answers for a cluster of
 one need no controller.
 """

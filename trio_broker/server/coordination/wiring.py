@@ -4,8 +4,9 @@ Owns: ``join_cluster``. The cluster view becomes the controller's (authoritative
 while the session is lost); topics are created, deleted and grown through ZooKeeper
 (``ZkTopics`` is the creation path's store: the controller places them); topic and broker
 config changes are the cluster's (``ZkTopicConfigs``, ``ZkBrokerConfigs``, one
-``ZkConfigChanges`` follower beside the registration), and so are SCRAM credentials and
-client quotas (``ZkScramCredentials``, ``ZkClientQuotas``); a leader's ISR changes are
+``ZkConfigChanges`` follower beside the registration), and so are SCRAM credentials,
+client quotas and client metrics subscriptions (``ZkScramCredentials``, ``ZkClientQuotas``,
+``ZkClientMetrics``); a leader's ISR changes are
 written to ZooKeeper (``ZkIsrWriter``).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .broker_configs import ZkBrokerConfigs
+from .client_metrics import ZkClientMetrics
 from .client_quotas import ZkClientQuotas
 from .config_changes import ZkConfigChanges
 from .isr_writer import ZkIsrWriter
@@ -39,6 +41,7 @@ def join_cluster(broker: Any) -> None:
     broker.update_config = broker.config_admin.update_config = zk_brokers.update_config
     broker.alter_scram_credentials = ZkScramCredentials(session, changes, broker).alter
     broker.alter_client_quota = ZkClientQuotas(session, changes, broker).alter
+    ZkClientMetrics(session, changes, broker.telemetry)  # KIP-714's subscriptions
     broker.topic_creation.store = zk_topics
     isr = ZkIsrWriter(session, broker.broker_id, lambda: broker.cluster.controller_epoch)
     broker.replica_manager.replication.isr_writer = isr

@@ -109,6 +109,8 @@ class RequestHandler:
             correlation_id=header.correlation_id,
             client_id=header.client_id,
             client_host=request.client_host,
+            client_port=request.client_port,
+            client_software=request.client_software,
             listener=request.listener,
             security_protocol=request.security_protocol,
             principal=request.principal,

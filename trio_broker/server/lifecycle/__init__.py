@@ -6,7 +6,7 @@ and what the broker reports of its cluster (``cluster_report``).
 
 Face: what ``__all__`` names. Uses of the server: ``coordination``, ``transactions``,
 ``groups``, ``metrics``, ``topics``, ``handlers``, ``access``, ``replication``, ``quotas``,
-``config``, ``common``, ``datadir``; never the admin adapter or the composition root
+``telemetry``, ``config``, ``common``, ``datadir``; never the admin adapter or the composition root
 (``server.node``), which hand the broker its admin server.
 """
 

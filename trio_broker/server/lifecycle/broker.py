@@ -83,6 +83,7 @@ from ..replication import (
     ReplicaManager,
     TxnMarkerWriter,
 )
+from ..telemetry import ClientTelemetry
 from ..topics import TopicAdmin, TopicCatalog, TopicCreation, side_by_side
 from ..transactions import BLOCK_SIZE, ProducerIdManager, TransactionService
 from . import config_apply
@@ -142,6 +143,7 @@ class Broker:
         )
         self.authorization = Authorization(self.acls, enabled=config.authorization_enabled)
         self.scram = ScramStore(self.data_dir)
+        self.telemetry = ClientTelemetry(self.data_dir, lambda: self.config)  # KIP-714
         self._admin_url: str | None = None
         self._api_versions: dict[str, list[tuple[int, int, int]]] = {}
         control = config.control_plane_listener_name
@@ -320,6 +322,7 @@ class Broker:
         self.control.roles[TXN_STATE_TOPIC] = txns.coordinator.role_changed
         self.metrics.set_transactions(txns.figures)
         self.metrics.set_groups(self.group_coordinator.figures)
+        self.metrics.set_client_telemetry(self.telemetry.instances.figures, self.telemetry.series)
         self.client_quotas = access.client_quotas
         authorization = access.authorization
         self.authorize, self.authorize_any = authorization.authorize, authorization.authorize_any
@@ -469,6 +472,7 @@ class Broker:
         self.quotas.load()
         self.acls.load()
         self.scram.load()
+        self.telemetry.store.load()
 
     # -------------------------------------------------------------- listeners
 

@@ -5,8 +5,8 @@ Modules, each owning one concern: ``window`` (sliding windows of HDR histograms 
 request type figures and the request-path observers), ``pools`` (idle ratios of handler
 and processor pools across resizes), ``topics`` (BrokerTopicMetrics), ``partitions``
 (per-partition load counters), ``snapshot`` (the JSON snapshot, docs/metrics.md),
-``prometheus``, ``prometheus_partitions`` and ``prometheus_groups`` (the same figures
-for Prometheus),
+``prometheus``, ``prometheus_partitions``, ``prometheus_groups`` and ``prometheus_clients``
+(the same figures, and the clients' pushed metrics, for Prometheus),
 ``broker_metrics`` (``BrokerMetrics``: wiring, sampler task, the data path's API),
 ``event_loop`` (the loop's busy ratio and stalls) and ``report`` (``MetricsReport``: the
 snapshot and Prometheus text read from a ``BrokerMetrics``).

@@ -99,6 +99,9 @@ class BrokerMetrics:
         self._cluster_probe: Callable[[], dict[str, Any]] | None = None
         self._transactions_probe: Callable[[], dict[str, Any]] | None = None
         self._groups_probe: Callable[[], dict[str, Any]] | None = None
+        self._client_telemetry_probe: Callable[[], dict[str, Any]] | None = None
+        # the clients' pushed points for Prometheus (KIP-714): set with the probe above
+        self.client_series: Callable[[], list[tuple[str, dict[str, str], float]]] = list
         self._partitions_probe: PartitionsProbe | None = None
         self.pool_planes = {name: plane for name, (plane, _) in handler_pools.items()}
         self.handler_samplers = {
@@ -239,6 +242,19 @@ class BrokerMetrics:
 
     def groups(self) -> dict[str, Any] | None:
         return self._groups_probe() if self._groups_probe is not None else None
+
+    def set_client_telemetry(
+        self,
+        probe: Callable[[], dict[str, Any]],
+        series: Callable[[], list[tuple[str, dict[str, str], float]]],
+    ) -> None:
+        """Where the ``client_telemetry`` section (KIP-714's counters) and the clients'
+        Prometheus series come from."""
+        self._client_telemetry_probe, self.client_series = probe, series
+
+    def client_telemetry(self) -> dict[str, Any] | None:
+        probe = self._client_telemetry_probe
+        return probe() if probe is not None else None
 
     def set_log_cleaner(self, probe: Callable[[], dict[str, Any]] | None) -> None:
         """Where the ``log_cleaner`` section (the cleaner's figures) comes from."""

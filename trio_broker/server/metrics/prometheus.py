@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from .prometheus_clients import ClientSeries, ClientSeriesCollector, client_telemetry_families
 from .prometheus_groups import group_families
 from .prometheus_partitions import log_dir_families, partition_families
 from .requests import PHASES
@@ -349,6 +350,7 @@ def _misc(s: dict[str, Any]) -> Iterator[Metric]:
         yield from _transactions(s["transactions"])
     if s.get("groups") is not None:
         yield from group_families(s["groups"])
+    yield from client_telemetry_families(s.get("client_telemetry"))
 
 
 def _transactions(t: dict[str, Any]) -> Iterator[Metric]:
@@ -563,10 +565,13 @@ def _io_threads(io: dict[str, Any]) -> Iterator[Metric]:
 
 
 def registry_for(
-    figures: Figures, partition_series: Callable[[], bool] = lambda: True
+    figures: Figures,
+    partition_series: Callable[[], bool] = lambda: True,
+    client_series: ClientSeries = list,
 ) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(figures, partition_series))
+    registry.register(ClientSeriesCollector(client_series))
     return registry
 
 

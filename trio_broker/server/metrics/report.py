@@ -19,7 +19,10 @@ class MetricsReport:
     def __init__(self, metrics: BrokerMetrics) -> None:
         self.metrics = metrics
         self.seq = 0
-        self._registry = registry_for(self.figures, metrics.partition_series)
+        # (the clients' series are set on the metrics once telemetry is built: read them late)
+        self._registry = registry_for(
+            self.figures, metrics.partition_series, lambda: metrics.client_series()
+        )
 
     def snapshot(self) -> dict[str, Any]:
         """The JSON snapshot (schema ``trio-broker.metrics/1``); ``seq`` grows by one."""

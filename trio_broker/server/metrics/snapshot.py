@@ -89,6 +89,7 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
         "cluster": metrics.cluster(),
         "transactions": metrics.transactions(),
         "groups": metrics.groups(),
+        "client_telemetry": metrics.client_telemetry(),
         "partitions": partitions,
         "log_dirs": log_dirs,
     }

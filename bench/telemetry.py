@@ -1,0 +1,235 @@
+"""The cost of receiving client telemetry (KIP-714): broker CPU per push, and the memory
+of many client instances, with and without fault injection.
+
+What it measures, on one broker process per setting (``bench/_common.BrokerProcess``,
+admin API on, one ``CLIENT_METRICS`` subscription ``*`` at the longest interval so no
+instance expires during the run):
+
+- **reference**: ``--instances`` pairs of ApiVersions v3 requests (the cheapest request:
+  what any two requests cost on the request path);
+- **empty push**: per new client instance, GetTelemetrySubscriptions (zero id: the broker
+  makes the instance) then a PushTelemetry with no metrics (the protocol's bookkeeping);
+- **push**: the same with a payload like librdkafka 2.16's producer sends (its ten
+  ``org.apache.kafka.producer.*`` metrics, one with a ``node.id`` attribute, zstd,
+  OpenTelemetry's classes): decompression, OTLP decoding and keeping the points.
+
+Each is the broker's CPU seconds (``/proc``) over the phase, divided by the pairs sent;
+"push - reference" is what telemetry adds over two plain requests. The client is this
+process, one connection, one request at a time (its CPU is not counted). RSS is read
+after the reference (the base) and after each telemetry phase; with ``--cap`` below
+``--instances`` the broker keeps ``--cap`` instances and evicts the rest, and the RSS says
+whether memory stays bounded. ``--faults`` runs every setting twice: fault injection off
+(the default, no hook on the request path) and on (``testing.faults.enable=true``, no rule
+set: the hook's cost alone).
+
+    .venv/bin/python bench/telemetry.py                       # 10,000 instances, ~1-2 min
+    .venv/bin/python bench/telemetry.py --instances 200 --json out.json
+
+Every load is bounded by ``--instances``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import uuid
+from typing import Any
+
+from _common import (
+    BrokerProcess,
+    cpu_seconds,
+    default_data_dir,
+    header,
+    http,
+    log,
+    rss_bytes,
+    table,
+    wait_quiet,
+    write_json,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.metrics.v1.metrics_pb2 import (
+    Gauge,
+    Metric,
+    MetricsData,
+    NumberDataPoint,
+    ResourceMetrics,
+    ScopeMetrics,
+    Sum,
+)
+
+import trio_broker.protocol.messages  # noqa: F401  (registers the message classes)
+from trio_broker.protocol.errors import ErrorCode
+from trio_broker.protocol.messages.api_versions import ApiVersionsRequest
+from trio_broker.protocol.messages.telemetry import (
+    GetTelemetrySubscriptionsRequest,
+    PushTelemetryRequest,
+)
+from trio_broker.records import Compression
+from trio_broker.records.codec import compress
+from trio_broker.tools.client import WireClient
+
+ZERO = uuid.UUID(int=0)
+GAUGES = (
+    "connection.creation.rate",
+    "node.request.latency.avg",
+    "node.request.latency.max",
+    "produce.throttle.time.avg",
+    "produce.throttle.time.max",
+    "record.queue.time.avg",
+    "record.queue.time.max",
+    "request.latency.avg",
+    "request.latency.max",
+)
+
+
+def librdkafka_like_payload() -> bytes:
+    now = time.time_ns()
+    prefix = "org.apache.kafka.producer."
+    node = [KeyValue(key="node.id", value=AnyValue(int_value=0))]
+    metrics = [
+        Metric(
+            name=prefix + "connection.creation.total",
+            sum=Sum(data_points=[NumberDataPoint(as_int=1, time_unix_nano=now)]),
+        )
+    ]
+    for name in GAUGES:
+        point = NumberDataPoint(
+            as_double=1.25, time_unix_nano=now, attributes=node if "node." in name else []
+        )
+        metrics.append(Metric(name=prefix + name, gauge=Gauge(data_points=[point])))
+    data = MetricsData(
+        resource_metrics=[ResourceMetrics(scope_metrics=[ScopeMetrics(metrics=metrics)])]
+    )
+    return compress(Compression.ZSTD, data.SerializeToString())
+
+
+def phase(b: BrokerProcess, client: WireClient, n: int, kind: str, payload: bytes) -> float:
+    """Broker CPU seconds for ``n`` request pairs of ``kind``."""
+    before = cpu_seconds(b.pid)
+    for _ in range(n):
+        if kind == "reference":
+            client.request(ApiVersionsRequest(), 3)
+            client.request(ApiVersionsRequest(), 3)
+            continue
+        got = client.request(GetTelemetrySubscriptionsRequest(client_instance_id=ZERO), 0)
+        assert got.error_code == ErrorCode.NONE, got
+        pushed = client.request(
+            PushTelemetryRequest(
+                client_instance_id=got.client_instance_id,
+                subscription_id=got.subscription_id,
+                terminating=False,
+                compression_type=Compression.ZSTD if payload else 0,
+                metrics=payload,
+            ),
+            0,
+        )
+        assert pushed.error_code == ErrorCode.NONE, pushed
+    return cpu_seconds(b.pid) - before
+
+
+def figures(b: BrokerProcess) -> dict[str, Any]:
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{b.admin_url}/v1/metrics", timeout=10) as resp:
+        section: dict[str, Any] = json.loads(resp.read())["client_telemetry"]
+    return section
+
+
+def run_setting(args: argparse.Namespace, faults: bool, cap: int) -> dict[str, Any]:
+    overrides = [
+        "admin.listeners=http://127.0.0.1:0",
+        f"client.metrics.max.clients={cap}",
+        f"testing.faults.enable={'true' if faults else 'false'}",
+    ]
+    payload = librdkafka_like_payload()
+    with BrokerProcess(overrides, base_dir=args.data_dir) as b:
+        url = f"{b.admin_url}/v1/client-metrics/subscriptions/all"
+        http("PUT", url, {"metrics": "*", "interval.ms": 3_600_000})
+        with WireClient(b.bootstrap, client_id="bench") as client:
+            phase(b, client, min(200, args.instances), "reference", b"")  # warm up
+            ref = phase(b, client, args.instances, "reference", b"")
+            base_rss = rss_bytes(b.pid)
+            empty = phase(b, client, args.instances, "empty", b"")
+            empty_rss = rss_bytes(b.pid)
+            full = phase(b, client, args.instances, "push", payload)
+            full_rss = rss_bytes(b.pid)
+        kept = figures(b)
+    n = args.instances
+    return {
+        "faults": faults,
+        "cap": cap,
+        "instances_made": 2 * n,
+        "payload_bytes": len(payload),
+        "reference_us": ref / n * 1e6,
+        "empty_push_us": empty / n * 1e6,
+        "push_us": full / n * 1e6,
+        "push_minus_reference_us": (full - ref) / n * 1e6,
+        "rss_base_mb": base_rss / 2**20,
+        "rss_after_empty_mb": empty_rss / 2**20,
+        "rss_after_push_mb": full_rss / 2**20,
+        "instances_kept": kept["instances"],
+        "evicted": kept["evicted"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instances", type=int, default=10_000, help="pairs per phase")
+    parser.add_argument(
+        "--cap", default="16384,5000", help="client.metrics.max.clients values, comma-separated"
+    )
+    parser.add_argument("--faults", action="store_true", help="also with fault injection on")
+    parser.add_argument("--data-dir", default=default_data_dir())
+    parser.add_argument("--wait-quiet", type=float, default=10.0)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    options = {k: v for k, v in vars(args).items() if k != "json"}
+    print(header("client telemetry: CPU per push, memory of instances", options))
+    rows: list[dict[str, Any]] = []
+    for cap in [int(c) for c in str(args.cap).split(",")]:
+        for faults in (False, True) if args.faults else (False,):
+            busy = wait_quiet(args.wait_quiet)
+            log(f"cap {cap}, faults {'on' if faults else 'off'} (machine {busy:.0%} busy)")
+            row = run_setting(args, faults, cap)
+            row["machine_busy"] = busy
+            rows.append(row)
+    print(
+        table(
+            [
+                "cap",
+                "faults",
+                "ref us/pair",
+                "empty push us",
+                "push us",
+                "push-ref us",
+                "RSS base MB",
+                "RSS +empty MB",
+                "RSS +push MB",
+                "kept",
+                "evicted",
+            ],
+            [
+                [
+                    r["cap"],
+                    "on" if r["faults"] else "off",
+                    r["reference_us"],
+                    r["empty_push_us"],
+                    r["push_us"],
+                    r["push_minus_reference_us"],
+                    r["rss_base_mb"],
+                    r["rss_after_empty_mb"],
+                    r["rss_after_push_mb"],
+                    r["instances_kept"],
+                    r["evicted"],
+                ]
+                for r in rows
+            ],
+        )
+    )
+    write_json(args.json, "telemetry", options, {"rows": rows})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""KIP-714 client telemetry with real clients: librdkafka (confluent-kafka 2.16, which
+pushes by default, ``enable.metrics.push=true``) asks for its subscriptions and pushes its
+metrics once a ``CLIENT_METRICS`` subscription matches it; they are read back from the
+admin API's ``/v1/client-metrics`` and, once switched on, from Prometheus' ``/metrics``.
+The subscriptions made through Kafka's config APIs (kafka-python's admin client:
+confluent-kafka 2.16's ``ConfigResource`` refuses resource type 16) and through the admin
+API are one set, kept across a restart."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from confluent_kafka import Consumer, Producer
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+from ..support.brokers import BrokerThread
+from ..support.metrics import validate_snapshot
+
+INTERVAL_MS = 500
+INVALID_CONFIG, INVALID_REQUEST = 40, 42
+ADMIN = {"admin.listeners": "http://127.0.0.1:0"}
+
+
+@pytest.fixture
+def telemetry_broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    b = BrokerThread(tmp_path / "data", ADMIN).start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def http(telemetry_broker: BrokerThread) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=telemetry_broker.admin_url, timeout=10) as client:
+        yield client
+
+
+def wait_for(what: str, check: Callable[[], Any], tick: Callable[[], None], timeout: float) -> Any:
+    """``check()`` until truthy, ``tick()`` (the clients' poll) between tries; fails naming
+    ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        tick()
+
+
+def client_entry(http: httpx.Client, client_id: str) -> dict[str, Any] | None:
+    clients = http.get("/v1/client-metrics").json()["clients"]
+    pushed = [c for c in clients if c["client_id"] == client_id and c["metrics"]]
+    return pushed[0] if pushed else None
+
+
+def admin_client(b: BrokerThread) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
+
+
+def test_a_producer_and_a_consumer_push_within_two_intervals(
+    telemetry_broker: BrokerThread, http: httpx.Client
+) -> None:
+    sub = {
+        "metrics": "org.apache.kafka.producer.,org.apache.kafka.consumer.",
+        "interval.ms": INTERVAL_MS,
+        "match": "client_id=app-.*",
+    }
+    r = http.put("/v1/client-metrics/subscriptions/apps", json=sub)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"name": "apps", **sub}
+
+    started = time.time()
+    producer = Producer({"bootstrap.servers": telemetry_broker.bootstrap, "client.id": "app-p"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": telemetry_broker.bootstrap,
+            "client.id": "app-c",
+            "group.id": "g",
+        }
+    )
+    other = Producer({"bootstrap.servers": telemetry_broker.bootstrap, "client.id": "other"})
+    consumer.subscribe(["t"])
+
+    def tick() -> None:
+        producer.produce("t", b"v")
+        producer.poll(0.05)
+        other.produce("t", b"v")
+        other.poll(0)
+        consumer.poll(0.05)
+
+    try:
+        p = wait_for("the producer's push", lambda: client_entry(http, "app-p"), tick, 20)
+        c = wait_for("the consumer's push", lambda: client_entry(http, "app-c"), tick, 20)
+        for entry in (p, c):
+            assert entry["client_software_name"] == "confluent-kafka-python"
+            assert entry["client_software_version"].endswith("rdkafka-2.16.0")
+            assert entry["client_source_address"] == "127.0.0.1"
+            assert entry["push_interval_ms"] == INTERVAL_MS
+            # "within 2 push intervals once a subscription matches them": their first
+            # push, counted from before the client was made (its connection included)
+            assert entry["first_push_time"] - started <= 2 * INTERVAL_MS / 1000
+        assert all(k.startswith("org.apache.kafka.producer.") for k in p["metrics"])
+        assert "org.apache.kafka.producer.record.queue.time.avg" in p["metrics"]
+        assert any(k.startswith("org.apache.kafka.consumer.") for k in c["metrics"])
+
+        # the client the subscription does not match asked, and pushes nothing
+        def asked() -> bool:
+            clients = http.get("/v1/client-metrics").json()["clients"]
+            return any(e["client_id"] == "other" for e in clients)
+
+        wait_for("the other client's GetTelemetrySubscriptions", asked, tick, 20)
+        assert client_entry(http, "other") is None
+
+        # Prometheus: off by default; on at run time, labelled with the client
+        metric = "kafka_client_org_apache_kafka_producer_record_queue_time_avg"
+        assert metric not in http.get("/metrics").text
+        r = http.put("/v1/config", json={"settings": {"client.metrics.prometheus.enable": True}})
+        assert r.status_code == 200, r.text
+        text = http.get("/metrics").text
+        line = next(x for x in text.splitlines() if x.startswith(metric + "{"))
+        assert 'client_id="app-p"' in line
+        assert f'client_instance_id="{p["client_instance_id"]}"' in line
+        assert 'client_software_name="confluent-kafka-python"' in line
+        assert "kafka_server_client_metrics_instance_count 3.0" in text
+        snapshot = validate_snapshot(http.get("/v1/metrics").json())["client_telemetry"]
+        assert snapshot["instances"] == 3 and snapshot["pushes"] >= 2
+        assert snapshot["subscriptions"] == 1 and snapshot["evicted"] == 0
+    finally:
+        consumer.close()
+        producer.flush(5)
+
+
+def test_kafkas_config_apis_and_the_admin_api_share_one_set_of_subscriptions(
+    telemetry_broker: BrokerThread, http: httpx.Client
+) -> None:
+    admin = admin_client(telemetry_broker)
+    try:
+        made = ConfigResource(
+            ConfigResourceType.CLIENT_METRICS,
+            "by-kafka",
+            configs={
+                "metrics": ("SET", "org.apache.kafka.producer."),
+                "interval.ms": ("SET", "1000"),
+            },
+        )
+        result = admin.alter_configs([made], incremental=True, raise_on_unknown=False)
+        assert result == {"client_metrics": {"by-kafka": "OK"}}
+        r = http.get("/v1/client-metrics/subscriptions/by-kafka")
+        assert r.json() == {
+            "name": "by-kafka",
+            "metrics": "org.apache.kafka.producer.",
+            "interval.ms": 1000,
+            "match": "",
+        }
+
+        r = http.put(
+            "/v1/client-metrics/subscriptions/by-http",
+            json={"metrics": ["a.", "b."], "match": ["client_id=x", "client_software_name=y.*"]},
+        )
+        assert r.status_code == 200, r.text
+        listed = admin.list_config_resources([ConfigResourceType.CLIENT_METRICS])
+        names = sorted(str(x) for x in _names(listed))
+        assert names == ["by-http", "by-kafka"]
+        described = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.CLIENT_METRICS, "by-http")]
+        )["client_metrics"]["by-http"]
+        assert described["metrics"]["value"] == "a.,b."
+        assert described["match"]["value"] == "client_id=x,client_software_name=y.*"
+
+        # APPEND on a list key, then every key removed: the subscription is gone
+        admin.alter_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.CLIENT_METRICS,
+                    "by-http",
+                    configs={"metrics": ("APPEND", "c.")},
+                )
+            ],
+            incremental=True,
+            raise_on_unknown=False,
+        )
+        assert http.get("/v1/client-metrics/subscriptions/by-http").json()["metrics"] == "a.,b.,c."
+        gone = {k: ("DELETE", None) for k in ("metrics", "match")}
+        admin.alter_configs(
+            [ConfigResource(ConfigResourceType.CLIENT_METRICS, "by-http", configs=gone)],
+            incremental=True,
+            raise_on_unknown=False,
+        )
+        assert http.get("/v1/client-metrics/subscriptions/by-http").status_code == 404
+        r = http.delete("/v1/client-metrics/subscriptions/by-kafka")
+        assert r.status_code == 200 and r.json()["name"] == "by-kafka"
+        assert _names(admin.list_config_resources([ConfigResourceType.CLIENT_METRICS])) == []
+    finally:
+        admin.close()
+
+
+def _names(listed: Any) -> list[str]:
+    """kafka-python's list_config_resources answer: the names of its resources."""
+    found: list[str] = []
+    for item in listed if isinstance(listed, list) else [listed]:
+        if isinstance(item, dict):
+            for v in item.values():
+                found.extend(v if isinstance(v, list) else [v])
+        elif isinstance(item, tuple):
+            found.append(item[0] if isinstance(item[0], str) else item[1])
+        else:
+            found.append(getattr(item, "resource_name", item))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("configs", "error"),
+    [
+        ({"interval.ms": ("SET", "50")}, INVALID_REQUEST),  # Kafka's 100..3600000
+        ({"interval.ms": ("SET", "3600001")}, INVALID_REQUEST),
+        ({"interval.ms": ("SET", "soon")}, INVALID_CONFIG),
+        ({"match": ("SET", "client_colour=red")}, INVALID_CONFIG),
+        ({"match": ("SET", "client_id=(")}, INVALID_CONFIG),
+        ({"colour": ("SET", "red")}, INVALID_REQUEST),
+        ({"interval.ms": ("APPEND", "100")}, INVALID_CONFIG),
+    ],
+)
+def test_kafkas_validation_errors(
+    telemetry_broker: BrokerThread, http: httpx.Client, configs: dict[str, Any], error: int
+) -> None:
+    admin = admin_client(telemetry_broker)
+    try:
+        res = ConfigResource(ConfigResourceType.CLIENT_METRICS, "bad", configs=configs)
+        result = admin.alter_configs([res], incremental=True, raise_on_unknown=False)
+        # kafka-python answers an error as its text: "[Error <code>] <name>: <message>"
+        assert str(result["client_metrics"]["bad"]).startswith(f"[Error {error}]"), result
+        assert http.get("/v1/client-metrics/subscriptions").json() == {"subscriptions": []}
+    finally:
+        admin.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"interval.ms": 99}, "invalid-config"),
+        ({"interval.ms": "1000"}, "invalid-config"),
+        ({"metrics": 3}, "invalid-config"),
+        ({"match": "client_colour=red"}, "invalid-config"),
+        ({"colour": "red"}, "unknown-field"),
+        ({}, "missing-field"),
+    ],
+)
+def test_the_admin_api_refuses_bad_subscriptions(
+    http: httpx.Client, body: dict[str, Any], code: str
+) -> None:
+    r = http.put("/v1/client-metrics/subscriptions/bad", json=body)
+    assert r.status_code == 400
+    assert r.json()["error"]["code"] == code, r.text
+    assert http.get("/v1/client-metrics/subscriptions/bad").status_code == 404
+    assert http.delete("/v1/client-metrics/subscriptions/bad").status_code == 404
+
+
+def test_subscriptions_survive_a_restart(telemetry_broker: BrokerThread) -> None:
+    with httpx.Client(base_url=telemetry_broker.admin_url, timeout=10) as http:
+        body = {"metrics": "*", "interval.ms": 2000, "match": "client_id=a"}
+        assert http.put("/v1/client-metrics/subscriptions/kept", json=body).status_code == 200
+    telemetry_broker.restart()
+    with httpx.Client(base_url=telemetry_broker.admin_url, timeout=10) as http:
+        assert http.get("/v1/client-metrics/subscriptions/kept").json() == {"name": "kept", **body}

@@ -1,0 +1,27 @@
+"""Client telemetry (KIP-714): what clients push about themselves, received and kept.
+
+Owns: the ``CLIENT_METRICS`` subscriptions, checked as Kafka checks them and persisted in
+the data dir (``subscriptions``); the client instances and their GetTelemetrySubscriptions
+and PushTelemetry exchanges, as Kafka's ``ClientMetricsManager`` (``instances``); a pushed
+payload's decompression and OTLP decoding (``otlp``); and ``ClientTelemetry``, the view the
+handlers and the admin API work through, with the clients read out for the admin API and
+Prometheus (``service``).
+
+Face: what ``__all__`` names. Uses of the server: ``datadir``. Must not import the
+network or ZooKeeper: ``coordination`` keeps a cluster's subscriptions in step through
+``ClientTelemetry.store_change`` and ``keep``.
+"""
+
+from .instances import IDLE_INTERVALS, ClientInstances
+from .service import ClientTelemetry, StoreChange
+from .subscriptions import Subscription, SubscriptionError, parse_subscription
+
+__all__ = [
+    "IDLE_INTERVALS",
+    "ClientInstances",
+    "ClientTelemetry",
+    "StoreChange",
+    "Subscription",
+    "SubscriptionError",
+    "parse_subscription",
+]
