@@ -166,15 +166,21 @@ class LogSegment(SegmentFiles):
         config: LogConfig,
         now_ms: int,
         files: OpenFiles | None = None,
+        names: frozenset[str] | None = None,
     ) -> tuple[LogSegment, bool]:
         """Open the files as they are; returns the segment and whether its indexes are sane.
+        ``names``: the folder's listing, if the caller has it (else the indexes are looked
+        for).
 
         Insane or missing indexes are replaced by empty ones: the caller must rebuild them.
         """
         log_path, index_path, time_path = cls.paths(directory, base_offset)
         fd = os.open(log_path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
         st = os.fstat(fd)
-        sane = index_path.exists() and time_path.exists()
+        if names is not None:
+            sane = index_path.name in names and time_path.name in names
+        else:
+            sane = index_path.exists() and time_path.exists()
         oi: OffsetIndex | None = None
         ti: TimeIndex | None = None
         try:

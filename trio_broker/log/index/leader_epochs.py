@@ -25,7 +25,7 @@ Format (text)::
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from trio_broker.records.header import BatchHeader
@@ -48,11 +48,19 @@ class LeaderEpochCache:
 
     @classmethod
     def load(
-        cls, directory: Path, headers: Iterable[BatchHeader], log_start: int, log_end: int
+        cls,
+        directory: Path,
+        headers: Iterable[BatchHeader],
+        log_start: int,
+        log_end: int,
+        *,
+        names: Collection[str] | None = None,
     ) -> LeaderEpochCache:
         """The file's entries, checked against the log [``log_start``, ``log_end``);
-        rebuilt from ``headers`` (read only then) when the file is missing or damaged."""
-        entries = _read(directory / EPOCH_FILE)
+        rebuilt from ``headers`` (read only then) when the file is missing or damaged.
+        ``names``: the folder's file names if the caller has listed it."""
+        missing = names is not None and EPOCH_FILE not in names
+        entries = None if missing else _read(directory / EPOCH_FILE)
         cache = cls(directory, entries if entries is not None else ())
         if entries is None:
             for header in headers:
