@@ -40,7 +40,7 @@ import crc32c
 from ..protocol.errors import ErrorCode
 from ..records.control import EndTxnMarker
 from ..records.header import BatchHeader
-from .files import fsync_dir, write_synced, write_unsynced
+from .files import fsync_dir, read_small, write_synced, write_unsynced
 
 CACHED_BATCHES = 5
 NO_SEQUENCE = -1
@@ -401,7 +401,7 @@ class ProducerStateManager:
                 self._delete_snapshot(offset)
                 continue
             try:
-                self._load(self.directory / snapshot_name(offset))
+                self._load(os.path.join(self.directory, snapshot_name(offset)))
             except (OSError, ValueError, KeyError, TypeError):
                 self.producers.clear()
                 self.ongoing.clear()
@@ -410,11 +410,11 @@ class ProducerStateManager:
             return offset
         return None
 
-    def _load(self, path: Path) -> None:
-        outer = json.loads(path.read_text())
+    def _load(self, path: str) -> None:
+        outer = json.loads(read_small(path))
         body = outer["body"]
         if crc32c.crc32c(body.encode()) != outer["crc"]:
-            raise ValueError(f"{path.name}: CRC mismatch")
+            raise ValueError(f"{os.path.basename(path)}: CRC mismatch")
         data = json.loads(body)
         for p in data["producers"]:
             entry = ProducerEntry(
