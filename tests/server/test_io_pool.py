@@ -9,7 +9,6 @@ import time
 import trio
 import trio.testing
 
-from trio_broker.server.common import io_pool
 from trio_broker.server.common.io_pool import IoPool
 
 
@@ -120,40 +119,5 @@ async def test_long_jobs_never_share_a_thread_behind_another() -> None:
             assert pool.joined == 0
             assert pool.waiting == 4
             release.set()
-    finally:
-        pool.close()
-
-
-async def test_small_jobs_run_on_the_event_loop_while_they_are_quick() -> None:
-    pool = IoPool(1)
-    loop_thread = threading.get_ident()
-    try:
-        ran_on = [await pool.run(threading.get_ident, small=True) for _ in range(20)]
-        assert ran_on == [loop_thread] * 20
-        assert pool.inline == 20 and pool.jobs == 20
-        # A job the caller does not call small always goes to a thread.
-        assert await pool.run(threading.get_ident) != loop_thread
-    finally:
-        pool.close()
-
-
-async def test_small_jobs_that_turn_slow_go_to_the_threads_and_are_probed_again() -> None:
-    """A small job that takes long on the loop (a slow disk) sends the next ones to the
-    threads; one in INLINE_PROBE_EVERY still runs on the loop to measure again."""
-    now = [0]
-    pool = IoPool(1, clock=lambda: now[0])
-    loop_thread = threading.get_ident()
-
-    def slow() -> int:
-        now[0] += 5_000_000  # 5 ms, as the pool's clock sees it
-        return threading.get_ident()
-
-    try:
-        ran_on = [await pool.run(slow, small=True) for _ in range(3 * io_pool.INLINE_PROBE_EVERY)]
-        on_loop = ran_on.count(loop_thread)
-        # The moving mean passes INLINE_BELOW_MS (1 ms) after a few; then only the probes.
-        assert 3 <= on_loop <= 5 + 3, ran_on
-        assert len(ran_on) - on_loop >= 3 * io_pool.INLINE_PROBE_EVERY - 8
-        assert pool.inline == on_loop
     finally:
         pool.close()

@@ -69,16 +69,6 @@ MAX_CALLERS_PER_JOB = 8
 # its parallelism that way.
 JOIN_ONLY_BELOW_MS = 0.5
 
-# A small job (the caller says which: one partition's append of a few hundred bytes) runs
-# on the event loop itself, without the two thread wake-ups and GIL hand-overs of a hop,
-# while the recent small jobs run so took this long at most (a moving mean: the disk is
-# fast) and no job is waiting for a thread. librdkafka sends one Produce request per
-# partition: at wide fan-out the hop, not the append, was most of each request's time.
-# When the mean is over, small jobs go to the threads, and one in INLINE_PROBE_EVERY
-# still runs on the loop to measure again (a slow disk blocks the loop that often).
-INLINE_BELOW_MS = 1.0
-INLINE_PROBE_EVERY = 64
-
 # A finished caller: its continuation, the outcome, ms waiting, ms working.
 _Done = tuple[
     Callable[[outcome.Outcome[Any], float, float], None], outcome.Outcome[Any], float, float
@@ -123,9 +113,6 @@ class IoPool:
         self._capacity_since = clock()
         self.jobs = 0  # finished jobs (each caller's function counts as one), cumulative
         self.joined = 0  # callers that joined a queued job (MAX_CALLERS_PER_JOB), cumulative
-        self.inline = 0  # small jobs run on the event loop (INLINE_BELOW_MS), cumulative
-        self._small = 0  # small jobs asked for, cumulative
-        self._inline_ms = 0.0  # a moving mean of a small job's time on the event loop
         self._last: _Job | None = None  # the job queued last (maybe taken by now)
         self._untaken = 0  # jobs queued that no thread has taken yet
         self._waiting = 0  # callers in those jobs
@@ -199,19 +186,12 @@ class IoPool:
 
     # -- work
 
-    async def run(self, fn: Callable[[], T], *, small: bool = False) -> T:
+    async def run(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on one of the pool's threads; its result or exception comes back.
-        ``small``: the caller vouches that ``fn`` is a few syscalls that never fsync; it
-        runs on the event loop instead while jobs are short (``INLINE_BELOW_MS``).
 
         Not cancellable once queued (like ``trio.to_thread.run_sync``): a storage job runs
         to its end, so whatever it hands back (file regions) is never orphaned.
         """
-        if small:
-            self._small += 1
-            probe = self._small % INLINE_PROBE_EVERY == 0
-            if self._untaken == 0 and (self._inline_ms < INLINE_BELOW_MS or probe):
-                return await self._run_inline(fn)
         if self._threads < self._size:
             self._fit_threads()
         task = trio.lowlevel.current_task()
@@ -236,19 +216,6 @@ class IoPool:
 
         result: T = await trio.lowlevel.wait_task_rescheduled(abort)
         return result
-
-    async def _run_inline(self, fn: Callable[[], T]) -> T:
-        started = self._clock()
-        result = outcome.capture(fn)
-        work_ms = (self._clock() - started) / 1e6
-        self._inline_ms += (work_ms - self._inline_ms) * 0.05
-        with self._lock:
-            self.jobs += 1
-        self.inline += 1
-        for observe in self.observers:
-            observe(0.0, work_ms)
-        await trio.lowlevel.cancel_shielded_checkpoint()  # (yields, as a hop would)
-        return result.unwrap()
 
     def _join_last(self, entry: _Entry) -> bool:
         """Add ``entry`` to the last queued job when jobs are short, the jobs already

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ...log import storage_hook
 from ...log.errors import LogError, LogStorageError
 from ...log.page_cache import make_resident
 from ...log.partition_log import PartitionLog
@@ -31,27 +30,6 @@ from ...records.validation import validate_batches
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-# What ``small_append`` lets run on the event loop: one partition, this many bytes at most.
-SMALL_APPEND_BYTES = 4096
-_NEVER = 2**63 - 1  # flush.messages' default: no fsync by count
-
-
-def small_append(jobs: list[tuple[PartitionLog, memoryview, int]]) -> bool:
-    """Whether a request's appends are one small write that cannot fsync: one partition, a
-    few KiB, its leader epoch already recorded (a new epoch writes and fsyncs its file), no
-    fsync by ``flush.messages``, no recompression, and no test delay in the way."""
-    if len(jobs) != 1 or storage_hook.delay_seconds > 0:
-        return False
-    plog, records, epoch = jobs[0]
-    config = plog.config
-    return (
-        len(records) <= SMALL_APPEND_BYTES
-        and plog.latest_epoch == epoch
-        and config.flush_interval_messages == _NEVER
-        and config.compression_type == "producer"
-    )
 
 
 def append(

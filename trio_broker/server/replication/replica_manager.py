@@ -6,10 +6,11 @@ left), creating and deleting partition logs with their topic's configuration, ap
 validated record batches, reading batches as file regions (offset questions are
 ``offset_queries``'), the replication throttles' state (``ReplicationQuotas``: the leader
 holds a throttled partition back from a follower out of the ISR here), and the periodic
-flush, retention and compaction (``LogCleaner``). A request's storage work is one job of
-the io pool (``num.io.threads``), but a lone small append that cannot fsync
-(``log_io.small_append``) runs on the event loop while such appends are quick. After each
-append the fetch purgatory is told: parked fetches complete once their bytes exist.
+flush, retention and compaction (``LogCleaner``). Appends that may wait for the disk (an
+fsync by the flush policy, a segment roll, or a large batch) run in worker threads bounded
+by the io limiter (``num.io.threads``); small ones that only write to the page cache run
+inline, as do reads (index lookups and a few ``pread`` calls on the page cache). After
+each append the fetch purgatory is told: parked fetches complete once their bytes exist.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import partial
 from typing import Any
 
 import trio
@@ -215,10 +215,10 @@ class ReplicaManager:
 
     # ------------------------------------------------------------- data path
     #
-    # Each request's storage work is one job on the io pool: the checks that read only the
-    # broker's state run on the loop, then every partition's append, read, lookup or
-    # deletion in one call on an io thread, then the results are counted and parked fetches
-    # told on the loop. One hop per request; none for a lone small append (``small``).
+    # Each request's storage work is one job on the io pool: the checks that read only
+    # the broker's state run on the event loop, then every partition's append, read,
+    # lookup or deletion runs in one call on an io thread, then the results are counted
+    # and parked fetches told, on the loop again. One thread hop per request.
 
     async def produce_many(self, items: Sequence[ProduceItem], acks: int) -> list[WriteResult]:
         """Append each item's batches (validated by header and CRC on the io thread)."""
@@ -254,9 +254,9 @@ class ReplicaManager:
             else:
                 jobs.append((i, plog, records, self.cluster.leader_epoch(topic, partition)))
         if jobs:
-            appends = [(plog, r, e) for _, plog, r, e in jobs]
-            run = partial(self.io.run, small=log_io.small_append(appends))
-            outcomes = await run(lambda: [log_io.append(*a, one_batch=True) for a in appends])
+            outcomes = await self.io.run(
+                lambda: [log_io.append(plog, r, e, one_batch=True) for _, plog, r, e in jobs]
+            )
             for (i, _, _, _), outcome in zip(jobs, outcomes, strict=True):
                 topic, partition, _ = items[i]
                 results[i] = self._write_result(topic, partition, outcome)
