@@ -42,6 +42,22 @@ def test_the_file_is_kafkas_format_and_survives_a_restart(tmp_path) -> None:
     log.close()
 
 
+def test_a_clean_restart_reads_the_file_and_leaves_it_as_it_was(tmp_path) -> None:
+    """Loading finds the file through the folder's one listing: it reads it and, finding
+    it right, does not write it again (a rebuilt one is a new file)."""
+    log = open_log(tmp_path / "t-0")
+    _append(log, 0, 2)
+    _append(log, 3, 1)
+    log.close()
+    before = (tmp_path / "t-0" / EPOCH_FILE).stat()
+    log = open_log(tmp_path / "t-0")
+    assert log.end_offset_for_epoch(0) == (0, 2)
+    assert log.latest_epoch == 3
+    log.close()
+    after = (tmp_path / "t-0" / EPOCH_FILE).stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
 def test_a_lost_file_is_rebuilt_from_the_batches(tmp_path) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=200)
     _append(log, 1, 4)

@@ -23,10 +23,11 @@ Format (text)::
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import atomic_write
+from .files import atomic_write, read_small
 
 CHECKPOINT_FILE = "partition.checkpoint"
 CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
@@ -44,7 +45,7 @@ class PartitionCheckpoint:
 
 def read_checkpoint(directory: Path) -> PartitionCheckpoint | None:
     try:
-        lines = (directory / CHECKPOINT_FILE).read_text().split("\n")
+        lines = read_small(os.path.join(directory, CHECKPOINT_FILE)).decode().split("\n")
     except (FileNotFoundError, UnicodeDecodeError):
         return None
     if not lines or lines[0] not in _READABLE:

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import PartitionCheckpoint, read_checkpoint
+from .checkpoint import CHECKPOINT_FILE, PartitionCheckpoint, read_checkpoint
 from .config import LogConfig
 from .files import TMP_SUFFIX
 from .open_files import OpenFiles
@@ -51,6 +51,14 @@ class LoadedLog:
     log_start_offset: int
     recovery_point: int
     stats: LoadStats
+    # The folder's file names after loading when loading neither made nor removed a file
+    # (the rest of the log's loading reads them instead of listing the folder again);
+    # None when it did (list again). ``changed``: whether the folder needs an fsync.
+    names: frozenset[str] | None
+    changed: bool
+    # ``partition.checkpoint`` as read here (None: missing or unreadable), or not read.
+    own_checkpoint: PartitionCheckpoint | None
+    own_checkpoint_read: bool
 
 
 def _parse_base(name: str, suffix: str) -> int | None:
@@ -60,29 +68,41 @@ def _parse_base(name: str, suffix: str) -> int | None:
     return None
 
 
-def _scan_folder(directory: Path) -> list[int]:
+def _list(directory: Path) -> list[str]:
+    """The folder's names (the folder is made if missing: a new log)."""
+    try:
+        return os.listdir(directory)
+    except FileNotFoundError:
+        directory.mkdir(parents=True, exist_ok=True)
+        return []
+
+
+def _scan_folder(directory: Path, names: list[str]) -> tuple[list[int], list[str]]:
+    """The segments' base offsets, and the leftover files removed (taken out of
+    ``names``): temporary files and indexes without their log."""
     bases: set[int] = set()
-    index_files: list[tuple[int, Path]] = []
-    for entry in os.scandir(directory):
-        name = entry.name
-        path = Path(entry.path)
+    index_files: list[tuple[int, str]] = []
+    removed: list[str] = []
+    for name in names:
         if name.endswith(_LEFTOVER_SUFFIXES):
-            path.unlink(missing_ok=True)
-            continue
-        if name.endswith(LOG_SUFFIX):
+            removed.append(name)
+        elif name.endswith(LOG_SUFFIX):
             base = _parse_base(name, LOG_SUFFIX)
             if base is not None:
                 bases.add(base)
-        else:
-            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                if name.endswith(suffix):
-                    base = _parse_base(name, suffix)
-                    if base is not None:
-                        index_files.append((base, path))
-    for base, path in index_files:
-        if base not in bases:
-            path.unlink(missing_ok=True)
-    return sorted(bases)
+        elif name.endswith(INDEX_SUFFIX):
+            base = _parse_base(name, INDEX_SUFFIX)
+            if base is not None:
+                index_files.append((base, name))
+        elif name.endswith(TIME_INDEX_SUFFIX):
+            base = _parse_base(name, TIME_INDEX_SUFFIX)
+            if base is not None:
+                index_files.append((base, name))
+    removed += [name for base, name in index_files if base not in bases]
+    for name in removed:
+        (directory / name).unlink(missing_ok=True)
+        names.remove(name)
+    return sorted(bases), removed
 
 
 def load_segments(
@@ -97,19 +117,28 @@ def load_segments(
     """``checkpoint``: the log dir's clean-shutdown checkpoint of this partition (else the
     partition's own ``partition.checkpoint`` is read). ``files``: the LRU the segments'
     descriptors are in (None: held open)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    names = _list(directory)
+    listed = len(names)
     stats = LoadStats(recovery=recover)
-    stats.swaps_completed = complete_swaps(directory)
-    bases = _scan_folder(directory)
+    stats.swaps_completed = complete_swaps(directory, names)
+    if stats.swaps_completed:
+        names = os.listdir(directory)
+    bases, removed = _scan_folder(directory, names)
+    own_read = checkpoint is None
+    own: PartitionCheckpoint | None = None
+    if own_read and CHECKPOINT_FILE in names:
+        own = read_checkpoint(directory)
     if checkpoint is None:
-        checkpoint = read_checkpoint(directory)
+        checkpoint = own
     recovery_point = checkpoint.recovery_point if checkpoint else 0
     log_start = checkpoint.log_start_offset if checkpoint else 0
     segments: list[LogSegment] = []
     rebuilt: set[int] = set()
+    created = False
+    name_set = frozenset(names)
     try:
         for i, base in enumerate(bases):
-            seg, sane = LogSegment.open_existing(directory, base, config, now_ms, files)
+            seg, sane = LogSegment.open_existing(directory, base, config, now_ms, files, name_set)
             segments.append(seg)
             stats.segments += 1
             next_base = bases[i + 1] if i + 1 < len(bases) else None
@@ -142,6 +171,7 @@ def load_segments(
                 seg.seal()
         if not segments:
             segments.append(LogSegment.create(directory, log_start, config, now_ms, files=files))
+            created = True
         log_end = segments[-1].next_offset
         if log_start > log_end:
             # The tail that held the log start offset was lost: start afresh there.
@@ -149,6 +179,7 @@ def load_segments(
                 seg.delete()
                 stats.segments_deleted += 1
             segments = [LogSegment.create(directory, log_start, config, now_ms, files=files)]
+            created = True
             log_end = log_start
         log_start = max(log_start, segments[0].base_offset)
         if rebuilt or not recover:
@@ -165,7 +196,26 @@ def load_segments(
             stats.bytes_truncated,
             log_end,
         )
-    return LoadedLog(segments, log_start, log_end, stats)
+    # (A recovery syncs the folder whatever it did: what the crash left becomes durable.)
+    changed = bool(
+        recover
+        or created
+        or rebuilt
+        or removed
+        or stats.segments_deleted
+        or stats.swaps_completed
+        or len(names) != listed
+    )
+    return LoadedLog(
+        segments,
+        log_start,
+        log_end,
+        stats,
+        None if changed else name_set,
+        changed,
+        own,
+        own_read,
+    )
 
 
 def _rebuild(seg: LogSegment, stats: LoadStats, *, verify_crc: bool) -> bool:

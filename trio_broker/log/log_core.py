@@ -27,7 +27,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
-from .checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
+from .checkpoint import CHECKPOINT_FILE, PartitionCheckpoint, read_checkpoint, write_checkpoint
 from .config import LogConfig
 from .errors import LogClosed, LogStorageError, OffsetOutOfRange
 from .files import fsync_dir
@@ -64,7 +64,13 @@ class LogCore:
         now_ms: int,
         checkpoint: PartitionCheckpoint | None = None,
         files: OpenFiles | None = None,
+        *,
+        names: frozenset[str] | None = None,
+        own_checkpoint: tuple[PartitionCheckpoint | None] | None = None,
     ) -> None:
+        """``names``: the folder's file names if the loader listed them (None: listed
+        here); ``own_checkpoint``: ``partition.checkpoint`` if the loader read it, in a
+        1-tuple (None: read here)."""
         self.directory = directory
         self._files = files  # the LRU of open segment files (None: all held open)
         self._config = config
@@ -73,7 +79,12 @@ class LogCore:
         self._log_start = log_start_offset
         self._recovery_point = recovery_point
         self.load_stats = stats
-        self._checkpointed = read_checkpoint(directory)
+        if own_checkpoint is not None:
+            self._checkpointed = own_checkpoint[0]
+        elif names is not None and CHECKPOINT_FILE not in names:
+            self._checkpointed = None
+        else:
+            self._checkpointed = read_checkpoint(directory)
         self._unflushed = 0
         self._last_flush_ms = now_ms
         self._dir_dirty = False
@@ -81,9 +92,9 @@ class LogCore:
         self._offline: str | None = None
         self._seg_tuple: tuple[LogSegment, ...] = ()
         self._bases: tuple[int, ...] = ()
-        self._producers = ProducerStateManager(directory)
+        self._producers = ProducerStateManager(directory, names)
         self._txn = TxnIndexes(directory)
-        self._txn.load(s.base_offset for s in segments)
+        self._txn.load((s.base_offset for s in segments), names)
         # (first, last offset) of completed transactions whose marker may not be below
         # the high watermark yet (they hold the last stable offset back until it is).
         self._completed: list[tuple[int, int]] = []

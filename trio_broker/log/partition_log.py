@@ -88,7 +88,8 @@ class PartitionLog(LogCore):
                 checkpoint=checkpoint,
                 files=files,
             )
-            fsync_dir(directory)
+            if loaded.changed:  # (a clean load that made and removed nothing has no need)
+                fsync_dir(directory)
         except OSError as exc:
             raise LogStorageError(f"{directory}: cannot load the log: {exc}") from exc
         log = cls(
@@ -101,6 +102,8 @@ class PartitionLog(LogCore):
             now_ms,
             checkpoint,
             files,
+            names=loaded.names,
+            own_checkpoint=(loaded.own_checkpoint,) if loaded.own_checkpoint_read else None,
         )
         try:
             if checkpoint is None and (log._checkpointed is not None or log._log_end > 0):
@@ -108,7 +111,9 @@ class PartitionLog(LogCore):
             log._load_producer_state(now_ms)
             end = log._segments[-1].next_offset
             headers = headers_from(log._segments, log._log_start)  # read if the file is lost
-            log._epochs = LeaderEpochCache.load(directory, headers, log._log_start, end)
+            log._epochs = LeaderEpochCache.load(
+                directory, headers, log._log_start, end, names=loaded.names
+            )
             log._publish()
         except BaseException as exc:
             for segment in log._segments:  # a log that failed to open holds no descriptor

@@ -40,7 +40,7 @@ import crc32c
 from ..protocol.errors import ErrorCode
 from ..records.control import EndTxnMarker
 from ..records.header import BatchHeader
-from .files import fsync_dir, write_synced, write_unsynced
+from .files import fsync_dir, read_small, write_synced, write_unsynced
 
 CACHED_BATCHES = 5
 NO_SEQUENCE = -1
@@ -117,14 +117,28 @@ def snapshot_name(offset: int) -> str:
     return f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
 
+def _snapshot_offsets(names: Iterable[str]) -> list[int]:
+    offsets = []
+    for name in names:
+        if name.endswith(SNAPSHOT_SUFFIX):
+            stem = name[: -len(SNAPSHOT_SUFFIX)]
+            if stem.isdigit():
+                offsets.append(int(stem))
+    return sorted(offsets)
+
+
 class ProducerStateManager:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, names: Iterable[str] | None = None) -> None:
+        """``names``: the folder's file names if the caller has listed it (else it is
+        listed when the snapshots are first needed)."""
         self.directory = directory
         self.producers: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}  # producer id -> its open transaction's first offset
         # The offsets of the snapshot files, listed once and then kept as they are written
         # and deleted here (nothing else writes them).
         self._snapshots: list[int] | None = None
+        if names is not None:
+            self._snapshots = _snapshot_offsets(names)
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -318,13 +332,7 @@ class ProducerStateManager:
 
     def snapshot_offsets(self) -> list[int]:
         if self._snapshots is None:
-            offsets = []
-            for name in os.listdir(self.directory):
-                if name.endswith(SNAPSHOT_SUFFIX):
-                    stem = name[: -len(SNAPSHOT_SUFFIX)]
-                    if stem.isdigit():
-                        offsets.append(int(stem))
-            self._snapshots = sorted(offsets)
+            self._snapshots = _snapshot_offsets(os.listdir(self.directory))
         return list(self._snapshots)
 
     def take_snapshot(self, offset: int, *, sync: bool = True) -> bool:
@@ -393,7 +401,7 @@ class ProducerStateManager:
                 self._delete_snapshot(offset)
                 continue
             try:
-                self._load(self.directory / snapshot_name(offset))
+                self._load(os.path.join(self.directory, snapshot_name(offset)))
             except (OSError, ValueError, KeyError, TypeError):
                 self.producers.clear()
                 self.ongoing.clear()
@@ -402,11 +410,11 @@ class ProducerStateManager:
             return offset
         return None
 
-    def _load(self, path: Path) -> None:
-        outer = json.loads(path.read_text())
+    def _load(self, path: str) -> None:
+        outer = json.loads(read_small(path))
         body = outer["body"]
         if crc32c.crc32c(body.encode()) != outer["crc"]:
-            raise ValueError(f"{path.name}: CRC mismatch")
+            raise ValueError(f"{os.path.basename(path)}: CRC mismatch")
         data = json.loads(body)
         for p in data["producers"]:
             entry = ProducerEntry(

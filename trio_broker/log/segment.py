@@ -166,15 +166,28 @@ class LogSegment(SegmentFiles):
         config: LogConfig,
         now_ms: int,
         files: OpenFiles | None = None,
+        names: frozenset[str] | None = None,
     ) -> tuple[LogSegment, bool]:
         """Open the files as they are; returns the segment and whether its indexes are sane.
+        ``names``: the folder's listing, if the caller has it (else the indexes are looked
+        for).
 
         Insane or missing indexes are replaced by empty ones: the caller must rebuild them.
         """
-        log_path, index_path, time_path = cls.paths(directory, base_offset)
+        # Plain strings, not Paths: loading opens thousands of segments.
+        name = segment_name(base_offset)
+        stem = os.path.join(directory, name)
+        log_path, index_path, time_path = (
+            stem + LOG_SUFFIX,
+            stem + INDEX_SUFFIX,
+            stem + TIME_INDEX_SUFFIX,
+        )
         fd = os.open(log_path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
         st = os.fstat(fd)
-        sane = index_path.exists() and time_path.exists()
+        if names is not None:
+            sane = name + INDEX_SUFFIX in names and name + TIME_INDEX_SUFFIX in names
+        else:
+            sane = os.path.exists(index_path) and os.path.exists(time_path)
         oi: OffsetIndex | None = None
         ti: TimeIndex | None = None
         try:
@@ -200,7 +213,7 @@ class LogSegment(SegmentFiles):
         seg = cls(
             directory,
             base_offset,
-            SharedFile(fd, str(log_path)),
+            SharedFile(fd, log_path),
             oi,
             ti,
             config,

@@ -126,16 +126,20 @@ def _base_of(name: str, suffix: str) -> int | None:
     return int(stem) if len(stem) == 20 and stem.isdigit() else None
 
 
-def complete_swaps(directory: Path) -> int:
-    """Finish or undo what a crash left of cleaning passes; returns segments installed."""
+def complete_swaps(directory: Path, names: list[str] | None = None) -> int:
+    """Finish or undo what a crash left of cleaning passes; returns segments installed.
+    ``names``: the folder's listing if the caller has it (else it is listed here); the
+    files this removes are taken out of it (after an installation it is stale: list
+    again)."""
     installed = 0
-    names = os.listdir(directory)
+    if names is None:
+        names = os.listdir(directory)
     log_swaps = {n for n in names if n.endswith(LOG_SUFFIX + SWAP_SUFFIX)}
-    changed = False
+    removed: list[str] = []
     for name in names:
         if name.endswith(CLEANED_SUFFIX):
             _unlink(directory / name)
-            changed = True
+            removed.append(name)
         elif name.endswith(SWAP_SUFFIX) and name not in log_swaps:
             stem = name[: -len(SWAP_SUFFIX)]
             for suffix in _INDEX_SUFFIXES:
@@ -143,7 +147,10 @@ def complete_swaps(directory: Path) -> int:
                     stem_base = stem[: -len(suffix)]
                     if stem_base + LOG_SUFFIX + SWAP_SUFFIX not in log_swaps:
                         _unlink(directory / name)
-                        changed = True
+                        removed.append(name)
+    for name in removed:
+        names.remove(name)
+    changed = bool(removed)
     if not log_swaps:  # the common case: no pass was cut short
         if changed:
             fsync_dir(directory)

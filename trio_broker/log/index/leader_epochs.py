@@ -24,13 +24,14 @@ Format (text)::
 
 from __future__ import annotations
 
+import os
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from trio_broker.records.header import BatchHeader
 
-from ..files import atomic_write
+from ..files import atomic_write, read_small
 
 EPOCH_FILE = "leader-epoch-checkpoint"
 _VERSION = "0"
@@ -43,16 +44,24 @@ class LeaderEpochCache:
     """The (epoch, start offset) entries of one log, oldest first."""
 
     def __init__(self, directory: Path, entries: Iterable[Entry] = ()) -> None:
-        self._path = directory / EPOCH_FILE
+        self._directory = directory  # (its file's Path made only to write it)
         self._entries: tuple[Entry, ...] = tuple(entries)
 
     @classmethod
     def load(
-        cls, directory: Path, headers: Iterable[BatchHeader], log_start: int, log_end: int
+        cls,
+        directory: Path,
+        headers: Iterable[BatchHeader],
+        log_start: int,
+        log_end: int,
+        *,
+        names: Collection[str] | None = None,
     ) -> LeaderEpochCache:
         """The file's entries, checked against the log [``log_start``, ``log_end``);
-        rebuilt from ``headers`` (read only then) when the file is missing or damaged."""
-        entries = _read(directory / EPOCH_FILE)
+        rebuilt from ``headers`` (read only then) when the file is missing or damaged.
+        ``names``: the folder's file names if the caller has listed it."""
+        missing = names is not None and EPOCH_FILE not in names
+        entries = None if missing else _read(os.path.join(directory, EPOCH_FILE))
         cache = cls(directory, entries if entries is not None else ())
         if entries is None:
             for header in headers:
@@ -112,7 +121,7 @@ class LeaderEpochCache:
         """Forget every epoch and remove the file (a missing file is rebuilt from the
         batches on load, and the log holds none now)."""
         self._entries = ()
-        self._path.unlink(missing_ok=True)
+        (self._directory / EPOCH_FILE).unlink(missing_ok=True)
 
     def _add(self, epoch: int, start_offset: int) -> bool:
         entries = self._entries
@@ -157,12 +166,12 @@ class LeaderEpochCache:
     def _write(self) -> None:
         lines = [_VERSION, str(len(self._entries))]
         lines += [f"{epoch} {offset}" for epoch, offset in self._entries]
-        atomic_write(self._path, ("\n".join(lines) + "\n").encode())
+        atomic_write(self._directory / EPOCH_FILE, ("\n".join(lines) + "\n").encode())
 
 
-def _read(path: Path) -> list[Entry] | None:
+def _read(path: str) -> list[Entry] | None:
     try:
-        lines = path.read_text().split("\n")
+        lines = read_small(path).decode().split("\n")
     except (FileNotFoundError, UnicodeDecodeError):
         return None
     if len(lines) < 2 or lines[0] != _VERSION:

@@ -29,7 +29,7 @@ _TIME_ENTRY = struct.Struct(">qi")
 _INT32_MAX = 2**31 - 1
 
 
-def _open_rw(path: Path) -> int:
+def _open_rw(path: str | Path) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
 
 
@@ -59,7 +59,7 @@ class _IndexFile:
 
     entry: struct.Struct
 
-    def __init__(self, path: Path, fd: int, entries: int) -> None:
+    def __init__(self, path: str | Path, fd: int, entries: int) -> None:
         self.path = path
         self._fd = fd
         self._committed_bytes = entries * self.entry.size
@@ -113,7 +113,7 @@ class OffsetIndex(_IndexFile):
 
     entry = _OFFSET_ENTRY
 
-    def __init__(self, path: Path, base_offset: int, max_bytes: int, fd: int) -> None:
+    def __init__(self, path: str | Path, base_offset: int, max_bytes: int, fd: int) -> None:
         self.base_offset = base_offset
         self.max_entries = max(1, max_bytes // self.entry.size)
         self._offsets = array("q")
@@ -122,7 +122,7 @@ class OffsetIndex(_IndexFile):
 
     @classmethod
     def open(
-        cls, path: Path, base_offset: int, max_bytes: int, *, log_size: int | None = None
+        cls, path: str | Path, base_offset: int, max_bytes: int, *, log_size: int | None = None
     ) -> OffsetIndex:
         """Open (creating if missing) and load; raises ``CorruptIndex`` if it is not sane."""
         index = cls(path, base_offset, max_bytes, _open_rw(path))
@@ -134,7 +134,7 @@ class OffsetIndex(_IndexFile):
         return index
 
     @classmethod
-    def create(cls, path: Path, base_offset: int, max_bytes: int) -> OffsetIndex:
+    def create(cls, path: str | Path, base_offset: int, max_bytes: int) -> OffsetIndex:
         """An empty index file (an existing one is emptied)."""
         index = cls(path, base_offset, max_bytes, _open_rw(path))
         index._truncate_bytes(0)
@@ -207,7 +207,7 @@ class TimeIndex(_IndexFile):
 
     entry = _TIME_ENTRY
 
-    def __init__(self, path: Path, base_offset: int, max_bytes: int, fd: int) -> None:
+    def __init__(self, path: str | Path, base_offset: int, max_bytes: int, fd: int) -> None:
         self.base_offset = base_offset
         self.max_entries = max(1, max_bytes // self.entry.size)
         self._timestamps = array("q")
@@ -215,7 +215,7 @@ class TimeIndex(_IndexFile):
         super().__init__(path, fd, 0)
 
     @classmethod
-    def open(cls, path: Path, base_offset: int, max_bytes: int) -> TimeIndex:
+    def open(cls, path: str | Path, base_offset: int, max_bytes: int) -> TimeIndex:
         index = cls(path, base_offset, max_bytes, _open_rw(path))
         try:
             index._load(_read_all(index._fd))
@@ -225,7 +225,7 @@ class TimeIndex(_IndexFile):
         return index
 
     @classmethod
-    def create(cls, path: Path, base_offset: int, max_bytes: int) -> TimeIndex:
+    def create(cls, path: str | Path, base_offset: int, max_bytes: int) -> TimeIndex:
         index = cls(path, base_offset, max_bytes, _open_rw(path))
         index._truncate_bytes(0)
         return index

@@ -81,11 +81,12 @@ class TxnIndexes:
         self._by_segment: dict[int, list[AbortedTxn]] = {}
         self.entries: tuple[AbortedTxn, ...] = ()  # all, by last offset: what readers see
 
-    def load(self, bases: Iterable[int]) -> None:
-        """Read the index of each segment; files of segments not listed are deleted."""
+    def load(self, bases: Iterable[int], names: Iterable[str] | None = None) -> None:
+        """Read the index of each segment; files of segments not listed are deleted.
+        ``names``: the folder's file names if the caller has listed it."""
         wanted = set(bases)
         self._by_segment.clear()
-        for name in os.listdir(self.directory):
+        for name in os.listdir(self.directory) if names is None else names:
             if not name.endswith(TXN_INDEX_SUFFIX):
                 continue
             stem = name[: -len(TXN_INDEX_SUFFIX)]

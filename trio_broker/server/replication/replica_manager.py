@@ -6,11 +6,9 @@ left), creating and deleting partition logs with their topic's configuration, ap
 validated record batches, reading batches as file regions (offset questions are
 ``offset_queries``'), the replication throttles' state (``ReplicationQuotas``: the leader
 holds a throttled partition back from a follower out of the ISR here), and the periodic
-flush, retention and compaction (``LogCleaner``). Appends that may wait for the disk (an
-fsync by the flush policy, a segment roll, or a large batch) run in worker threads bounded
-by the io limiter (``num.io.threads``); small ones that only write to the page cache run
-inline, as do reads (index lookups and a few ``pread`` calls on the page cache). After
-each append the fetch purgatory is told: parked fetches complete once their bytes exist.
+flush, retention and compaction (``LogCleaner``). A request's storage work, appends and
+reads alike, is one job of the io pool (``num.io.threads``). After each append the fetch
+purgatory is told: parked fetches complete once their bytes exist.
 """
 
 from __future__ import annotations
