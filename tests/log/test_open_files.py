@@ -24,9 +24,9 @@ from trio_broker.log.descriptors import (
 from trio_broker.log.open_files import OpenFiles
 from trio_broker.records import iter_batches, iter_records
 
+from ..support.files import segment_fds
 from .helpers import records, region_bytes
 from .test_cleaner import contents, put
-from .test_manager import _segment_fds
 
 
 def _values(log: PartitionLog) -> list[bytes]:
@@ -59,23 +59,23 @@ def test_fifty_partitions_append_and_read_within_thirty_files(tmp_path: Path) ->
     for i in range(rounds):
         for p, log in enumerate(logs):
             _append(log, b"a-%d-%d" % (p, i))
-            peak = max(peak, _segment_fds(tmp_path))
+            peak = max(peak, segment_fds(tmp_path))
     assert all(len(log.segment_base_offsets) >= 2 for log in logs)  # rolled by size
     for p, log in enumerate(logs):
         assert _values(log) == _expected("a", p, rounds)
-        peak = max(peak, _segment_fds(tmp_path))
+        peak = max(peak, segment_fds(tmp_path))
     assert peak <= 30 and mgr.open_files() <= 30
-    assert mgr.open_files() == _segment_fds(tmp_path)
+    assert mgr.open_files() == segment_fds(tmp_path)
     assert mgr.files.evictions > 100 and mgr.files.reopens > 100
     mgr.close()
-    assert _segment_fds(tmp_path) == 0
+    assert segment_fds(tmp_path) == 0
 
     again = LogManager([tmp_path / "d"], config, now_ms=0, max_files=30)
-    assert _segment_fds(tmp_path) <= 30  # loading 150 segments kept within the bound too
+    assert segment_fds(tmp_path) <= 30  # loading 150 segments kept within the bound too
     for p in range(50):
         log = again.get("t", p)
         assert log is not None and _values(log) == _expected("a", p, rounds)
-        assert _segment_fds(tmp_path) <= 30
+        assert segment_fds(tmp_path) <= 30
     again.close()
 
 
@@ -97,9 +97,9 @@ def test_a_region_in_flight_keeps_its_file_when_the_lru_closes_the_segment(
     assert [r.value for _, batch in iter_batches(data) for r in iter_records(batch)] == [
         b"x" * 500 + b"-%d0" % i for i in range(5)
     ]
-    assert _segment_fds(tmp_path) == 4  # b's three and a's log file, held by the region
+    assert segment_fds(tmp_path) == 4  # b's three and a's log file, held by the region
     info.release()
-    assert _segment_fds(tmp_path) == 3
+    assert segment_fds(tmp_path) == 3
     a.close()
     b.close()
 
@@ -181,7 +181,7 @@ def test_the_cleaner_swap_truncation_and_retention_with_closed_segments(tmp_path
     assert contents(log) == [(6, b"a", b"a3"), (7, b"b", b"b3")]
     log.close()
     other.close()
-    assert _segment_fds(tmp_path) == 0
+    assert segment_fds(tmp_path) == 0
 
     files = OpenFiles(3)
     config = LogConfig(segment_bytes=200, retention_bytes=250)
@@ -193,7 +193,7 @@ def test_the_cleaner_swap_truncation_and_retention_with_closed_segments(tmp_path
     assert len(list((tmp_path / "r-0").glob("*.log"))) == len(kept.segment_base_offsets)
     assert _values(kept)[-1] == b"r" * 40 + b"190"
     kept.close()
-    assert _segment_fds(tmp_path) == 0
+    assert segment_fds(tmp_path) == 0
 
 
 def test_io_threads_share_the_lru(tmp_path: Path) -> None:
@@ -231,7 +231,7 @@ def test_io_threads_share_the_lru(tmp_path: Path) -> None:
         t.join(60)
     assert not errors, errors[0]
     assert peak[0] <= 9 + 3 * 4
-    assert mgr.open_files() <= 9 and _segment_fds(tmp_path) <= 9
+    assert mgr.open_files() <= 9 and segment_fds(tmp_path) <= 9
     for p, log in enumerate(logs):
         assert _values(log) == written[p]
     mgr.close()
@@ -242,9 +242,9 @@ def test_a_lower_bound_applies_at_once(tmp_path: Path) -> None:
     logs = [mgr.create("t", p, now_ms=0) for p in range(10)]
     for log in logs:
         _append(log, b"v")
-    assert mgr.open_files() == 30 == _segment_fds(tmp_path)
+    assert mgr.open_files() == 30 == segment_fds(tmp_path)
     mgr.set_open_files_max(9)
-    assert mgr.open_files() == 9 == _segment_fds(tmp_path)
+    assert mgr.open_files() == 9 == segment_fds(tmp_path)
     assert mgr.file_budget().bound == 9
     mgr.set_open_files_max(-1)
     assert mgr.files.max_files is None
