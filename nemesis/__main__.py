@@ -57,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the group's protocol: classic, or consumer (KIP-848)",
     )
     parser.add_argument(
+        "--admin-ops",
+        action="store_true",
+        help="also create, change and delete topics throughout (the admin workload)",
+    )
+    parser.add_argument(
         "--unclean", action="store_true", help="unclean.leader.election.enable=true: loss expected"
     )
     args = parser.parse_args(argv)
@@ -87,13 +92,14 @@ def main(argv: list[str] | None = None) -> int:
                     transactions=not args.no_transactions,
                     groups=args.groups,
                     group_protocol=args.group_protocol,
+                    admin_ops=args.admin_ops,
                     log=lambda line: print(line, file=sys.stderr),
                 )
             print(f"  {result.verdict.summary()} ({result.seconds:.0f} s)", file=sys.stderr)
-            for extra in (result.txn, result.group):
+            for extra in (result.txn, result.group, result.admin):
                 if extra is not None:
                     print(f"  {extra.summary()}", file=sys.stderr)
-            for verdict in (result.verdict, result.txn, result.group):
+            for verdict in (result.verdict, result.txn, result.group, result.admin):
                 if verdict is not None and not verdict.ok:
                     bad += 1
                     print(f"  {verdict.details()}", file=sys.stderr)

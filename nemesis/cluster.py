@@ -296,7 +296,12 @@ class Cluster:
     @property
     def bootstrap(self) -> str:
         assert self.net is not None
-        return ",".join(f"{self.net.address(b)}:{CLIENT_PORT}" for b in self.broker_names)
+        return ",".join(self.address(b) for b in self.broker_names)
+
+    def address(self, name: str) -> str:
+        """Broker ``name``'s client listener, ``host:port``."""
+        assert self.net is not None
+        return f"{self.net.address(name)}:{CLIENT_PORT}"
 
     @property
     def zk(self) -> KazooClient:

@@ -10,9 +10,11 @@ fault is made beyond the ``faults`` functions.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,15 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from . import faults
+from .admin_ops import (
+    PREFIX,
+    AdminHistory,
+    AdminVerdict,
+    AdminWorker,
+    check_admin,
+    metadata_of,
+    retention_of,
+)
 from .checker import Verdict, check, compare_copies
 from .cluster import ZK, Cluster, until
 from .group import (
@@ -84,6 +95,7 @@ class Result:
     seconds: float = 0.0
     txn: TxnVerdict | None = None  # with the transactional workload
     group: GroupVerdict | None = None  # with the consumer-group workload
+    admin: AdminVerdict | None = None  # with the admin workload
     # namespaces and links not removed, Kafka clients still alive: none, after a run
     leftovers: list[str] = field(default_factory=list)
 
@@ -139,6 +151,32 @@ def _unsettled(cluster: Cluster, partitions: int, replicas: int, topics: list[st
     return found
 
 
+def _check_admin(cluster: Cluster, history: AdminHistory, healed: float) -> AdminVerdict:
+    """Wait (bounded) for the brokers' metadata to agree and the deletions to finish, then
+    check what the admin workload was told against ZooKeeper and every broker."""
+
+    def look() -> tuple[set[str], dict[int, set[str] | None]]:
+        in_zk = {t for t in cluster.zk.get_children("/brokers/topics") if t.startswith(PREFIX)}
+        views = {
+            cluster.broker_id(b): metadata_of(cluster.address(b), cluster.broker_id(b))
+            for b in cluster.broker_names
+        }
+        return in_zk, views
+
+    deleted = {o.topic for o in history.of("delete", "ok")}
+    in_zk, views = look()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (
+        len({frozenset(v or ()) for v in views.values()}) > 1
+        or None in views.values()
+        or deleted & in_zk
+    ):
+        time.sleep(1)  # other processes' state: nothing to wait on but a look
+        in_zk, views = look()
+    retention = retention_of(cluster.bootstrap, sorted(in_zk - deleted))
+    return check_admin(history, in_zk, views, retention, healed)
+
+
 def _acked_since(history: History, t: float, partitions: int) -> bool:
     """Every partition has acknowledged a write sent after ``t``: writes work again."""
     fresh = {s.partition for s in history.sends if s.sent >= t and s.acked is not None}
@@ -158,11 +196,13 @@ def run(
     transactions: bool = False,
     groups: int = 0,
     group_protocol: str = "classic",
+    admin_ops: bool = False,
     log: Callable[[str], None] = print,
 ) -> Result:
     """With ``transactions``, the transactional workload runs beside the queue workload,
     on a topic of its own; with ``groups``, a group of that many members (``group_protocol``
-    classic or consumer, KIP-848) reads the queue's topic and commits its offsets."""
+    classic or consumer, KIP-848) reads the queue's topic and commits its offsets; with
+    ``admin_ops``, topics are created, changed and deleted throughout."""
     t0 = time.monotonic()
     # a disk that can fill is a small tmpfs: only for the schedules that fill one
     parts = [part for name in schedule for part in name.split("+")]
@@ -175,6 +215,7 @@ def run(
         base, settings=settings, launcher=launcher, disk_mb=disk_mb, clocks=clocks
     ).start()
     history, txn_history, group_history = History(), TxnHistory(), GroupHistory()
+    admin_history = AdminHistory()
     topics = [TOPIC, *([TXN_TOPIC] if transactions else [])]
     events: list[Event] = []
     clients = Clients()
@@ -210,6 +251,8 @@ def run(
             ).start()
         if groups:
             clients.add(OffsetWatcher(cluster.bootstrap, TOPIC, partitions, group_history)).start()
+        if admin_ops:
+            admin_worker = clients.add(AdminWorker(cluster.bootstrap, admin_history)).start()
         started = time.monotonic()
         until(
             "the first writes acknowledged", lambda: _acked_since(history, started, partitions), 60
@@ -263,6 +306,13 @@ def run(
             )
         except TimeoutError as exc:  # the checker reports it, with whatever else went wrong
             history.stuck = str(exc)
+        if admin_ops:  # and topics are created again (the checker says so if not)
+            with contextlib.suppress(TimeoutError):
+                until(
+                    "a topic created after the heal",
+                    lambda: any(o.sent >= healed_all for o in admin_history.of("create", "ok")),
+                    60,
+                )
         stopped = time.monotonic()
         writer.stop()
         reader.stop()
@@ -285,6 +335,9 @@ def run(
             txn_verdict = check_txn(
                 txn_history, txn_final, (started, stopped), MAX_COMMIT_GAP_S, composed
             )
+        if admin_ops:
+            admin_worker.close()
+            admin_verdict = _check_admin(cluster, admin_history, healed_all)
         states = {p: cluster.state(TOPIC, p) for p in range(partitions)}
         min_insync = int(cluster.settings["min.insync.replicas"])
         for name in cluster.broker_names:
@@ -315,6 +368,7 @@ def run(
         time.monotonic() - t0,
         txn_verdict if transactions else None,
         group_verdict if groups else None,
+        admin_verdict if admin_ops else None,
         left,
     )
 
@@ -335,6 +389,14 @@ def table(rows: dict[str, list[Result]], workload: str = "queue") -> str:
         group = [r.group for r in results if r.group is not None]
         if group:
             out.append(_row(name, "group", group))
+        admin = [r.admin for r in results if r.admin is not None]
+        if admin:
+            found = sum((Counter(v.anomalies) for v in admin), Counter[str]())
+            anomalies = ", ".join(f"{n} {k}" for k, n in found.items() if n) or "0"
+            done = sum(v.acknowledged for v in admin)
+            unknown = sum(v.unknown for v in admin)
+            row = f"| {name} | admin | {len(admin)} | {done:,} | {unknown:,} | {anomalies}"
+            out.append(f"{row} | - | - |")
     return "\n".join(out)
 
 

@@ -1,8 +1,9 @@
 """The nemesis smoke run (issue 35): ZooKeeper and three brokers in network namespaces, an
 idempotent acks=all producer and a reader, one leader cut off from ZooKeeper and its
 followers (not from the clients), then a bridge, while a transactional producer commits
-and aborts beside it with a read_committed reader and a consumer group of three reads the
-queue and commits its offsets; every replica is read back from its files.
+and aborts beside it with a read_committed reader, a consumer group of three reads the
+queue and commits its offsets, and topics are created, changed and deleted; every replica
+is read back from its files.
 
 And the proofs that the run can fail: the same fault on brokers whose acks=all fencing is
 switched off (``nemesis.unfenced_broker``, a test-only launcher) loses acknowledged writes,
@@ -29,9 +30,15 @@ def _root() -> None:
 
 def test_a_leader_cut_off_and_a_bridge_lose_nothing(tmp_path: Path) -> None:
     result = run(
-        tmp_path, ["isolate-leader", "bridge"], fault_s=12, gap_s=6, transactions=True, groups=3
+        tmp_path,
+        ["isolate-leader", "bridge"],
+        fault_s=12,
+        gap_s=6,
+        transactions=True,
+        groups=3,
+        admin_ops=True,
     )
-    v, txn, group = result.verdict, result.txn, result.group
+    v, txn, group, admin = result.verdict, result.txn, result.group, result.admin
     assert v.ok, f"{v.summary()}: {v.details()}"
     # the transactional producer beside it: no aborted read, no partial or lost commit, no
     # fatal error, never more than 15 s without a commit
@@ -41,6 +48,10 @@ def test_a_leader_cut_off_and_a_bridge_lose_nothing(tmp_path: Path) -> None:
     # the group: every acknowledged value read by a member, no committed offset lost
     assert group is not None and group.ok, f"{group.summary()}: {group.details()}" if group else ""
     assert group.commits > 20 and group.observations > 50
+    # topics created, changed and deleted throughout: none lost, none left on a broker
+    # that was cut off when it was deleted, every broker's metadata alike after the heal
+    assert admin is not None and admin.ok, f"{admin.summary()}: {admin.details()}" if admin else ""
+    assert admin.acknowledged > 10
     # writes on every partition resumed within the session timeout plus an election
     assert v.longest_gap_s < 20, v.summary()
     assert [e.name for e in result.events] == ["isolate-leader", "bridge"]
