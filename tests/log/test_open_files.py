@@ -24,9 +24,9 @@ from trio_broker.log.descriptors import (
 from trio_broker.log.open_files import OpenFiles
 from trio_broker.records import iter_batches, iter_records
 
+from ..support.files import segment_fds as _segment_fds
 from .helpers import records, region_bytes
 from .test_cleaner import contents, put
-from .test_manager import _segment_fds
 
 
 def _values(log: PartitionLog) -> list[bytes]:
@@ -249,8 +249,37 @@ def test_a_lower_bound_applies_at_once(tmp_path: Path) -> None:
     mgr.set_open_files_max(-1)
     assert mgr.files.max_files is None
     assert [_values(log) for log in logs] == [[b"v0"]] * 10
-    assert mgr.open_files() == 30
+    # the seven closed segments were reopened by reads: their log files only
+    assert mgr.open_files() == 9 + 7 == _segment_fds(tmp_path)
+    for log in logs:
+        _append(log, b"w")
+    assert mgr.open_files() == 30 == _segment_fds(tmp_path)
     mgr.close()
+
+
+def test_a_read_of_a_closed_segment_reopens_its_log_file_only(tmp_path: Path) -> None:
+    """A fetch of a segment the bound closed needs its log file alone (the offset index's
+    entries are in memory): its two index files stay closed until a write needs them."""
+    files = OpenFiles(4)
+    a = PartitionLog.open(tmp_path / "a-0", LogConfig(), recover=False, now_ms=0, files=files)
+    b = PartitionLog.open(tmp_path / "b-0", LogConfig(), recover=False, now_ms=0, files=files)
+    for i in range(3):
+        _append(a, b"a-%d" % i)
+    _append(b, b"b")  # b's three files open: a's are closed
+    assert _segment_fds(tmp_path / "a-0") == 0 and _segment_fds(tmp_path / "b-0") == 3
+    reopens = files.reopens
+    assert _values(a) == [b"a-00", b"a-10", b"a-20"]
+    info = a.read(1, 1 << 20)  # a position looked up in the offset index
+    assert info.size_bytes > 0 and info.next_fetch_offset == 3
+    info.release()
+    assert _segment_fds(tmp_path / "a-0") == 1 == a.open_files  # its .log, no index
+    assert _segment_fds(tmp_path / "b-0") == 3 and files.held == 4
+    assert files.reopens == reopens + 1
+    _append(a, b"a-3")  # a write: a's indexes too; b is closed to stay within 4
+    assert _segment_fds(tmp_path / "a-0") == 3 and _segment_fds(tmp_path / "b-0") == 0
+    assert files.held == 3 and _values(a)[-1] == b"a-30"
+    a.close()
+    b.close()
 
 
 def test_the_fd_checks_count_the_bound_not_three_a_segment(tmp_path: Path) -> None:
