@@ -259,7 +259,8 @@ def test_a_lower_bound_applies_at_once(tmp_path: Path) -> None:
 
 def test_a_read_of_a_closed_segment_reopens_its_log_file_only(tmp_path: Path) -> None:
     """A fetch of a segment the bound closed needs its log file alone (the offset index's
-    entries are in memory): its two index files stay closed until a write needs them."""
+    entries are in memory): its two index files stay closed until a write needs them; a
+    read that can return nothing (no bytes left) opens nothing."""
     files = OpenFiles(4)
     a = PartitionLog.open(tmp_path / "a-0", LogConfig(), recover=False, now_ms=0, files=files)
     b = PartitionLog.open(tmp_path / "b-0", LogConfig(), recover=False, now_ms=0, files=files)
@@ -268,6 +269,9 @@ def test_a_read_of_a_closed_segment_reopens_its_log_file_only(tmp_path: Path) ->
     _append(b, b"b")  # b's three files open: a's are closed
     assert _segment_fds(tmp_path / "a-0") == 0 and _segment_fds(tmp_path / "b-0") == 3
     reopens = files.reopens
+    empty = a.read(0, 0, min_one_batch=False)  # a fetch response already full: no read
+    assert empty.regions == [] and empty.next_fetch_offset == 0
+    assert _segment_fds(tmp_path / "a-0") == 0 and files.reopens == reopens  # not opened
     assert _values(a) == [b"a-00", b"a-10", b"a-20"]
     info = a.read(1, 1 << 20)  # a position looked up in the offset index
     assert info.size_bytes > 0 and info.next_fetch_offset == 3
