@@ -7,20 +7,24 @@ back while a thread samples the broker's /proc/<pid>/fd. The segment files it ho
 fixed overhead: three a storage thread for a segment in use at that moment, and the log
 files of the regions being sent (the consumer's ``fetch.max.bytes`` of 1000 makes every
 fetch response at most three batches). Then a kill -9 while most segments are closed, and
-the restart recovers every acknowledged record.
+the restart recovers every acknowledged record. The metrics (GET /v1/metrics and /metrics)
+count the segments the bound closed and those a consumer's reads opened again.
 """
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
+import httpx
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..data.test_durability import consume_all
 from ..support.brokers import BrokerProcess
 from ..support.files import segment_fds
+from ..support.metrics import prometheus_samples, validate_snapshot
 
 PARTITIONS = 50
 BOUND = 30
@@ -113,6 +117,56 @@ def test_the_broker_holds_at_most_the_bound_and_a_kill_9_loses_nothing(tmp_path:
     missing = [k for k, v in acked.items() if stored.get(k) != v]
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:5]}"
     assert crashed.terminate() == 0
+
+
+def _open_files(admin_url: str) -> dict[str, Any]:
+    snapshot = validate_snapshot(httpx.get(f"{admin_url}/v1/metrics", timeout=10).json())
+    figures: dict[str, Any] = snapshot["log"]["open_files"]
+    return figures
+
+
+def _prometheus_open_files(admin_url: str) -> dict[str, float]:
+    samples = prometheus_samples(httpx.get(f"{admin_url}/metrics", timeout=10).content)
+    prefix = "kafka_log_logmanager_"
+    return {
+        name.removeprefix(prefix): by_labels[()]
+        for name, by_labels in samples.items()
+        if name.startswith(prefix)
+    }
+
+
+def test_the_metrics_count_the_segments_closed_and_reopened(tmp_path: Path) -> None:
+    """A consumer reading every partition from the start reads first segments that the
+    bound closed while producing: each one it reads is reopened, and the JSON snapshot and
+    the Prometheus text both show the evictions and reopenings grow, the files held
+    within the bound."""
+    overrides = [*_overrides(tmp_path), "admin.listeners=http://127.0.0.1:0"]
+    broker = BrokerProcess(tmp_path, overrides).start()
+    assert broker.admin_url is not None
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("wide", PARTITIONS, 1)])["wide"].result(60)
+        acked = _produce(broker.bootstrap, 12)  # two segments a partition
+        produced = _open_files(broker.admin_url)
+        assert produced["max"] == BOUND and produced["held"] <= BOUND
+        assert produced["evictions"] >= PARTITIONS  # the first segments were closed
+
+        assert _consume(broker.bootstrap) == acked
+        read = _open_files(broker.admin_url)
+        # At most ten segments are open at once: at least 40 of the 50 first segments were
+        # closed when the consumer came to them, and each read opened one again.
+        assert read["reopens"] - produced["reopens"] >= PARTITIONS - BOUND // 3, read
+        assert read["evictions"] - produced["evictions"] >= PARTITIONS - BOUND // 3, read
+        assert read["held"] <= BOUND and read["max"] == BOUND
+
+        prom = _prometheus_open_files(broker.admin_url)  # counters only grow since `read`
+        assert prom["segment_reopens_total"] >= read["reopens"]
+        assert prom["segment_evictions_total"] >= read["evictions"]
+        assert prom["open_segment_files_max"] == BOUND
+        assert 0 < prom["open_segment_files"] <= BOUND
+        assert 0 < prom["open_segments"] <= prom["open_segment_files"]
+    finally:
+        assert broker.terminate() == 0
 
 
 def test_the_bound_is_dynamic(tmp_path: Path) -> None:

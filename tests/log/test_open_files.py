@@ -249,8 +249,41 @@ def test_a_lower_bound_applies_at_once(tmp_path: Path) -> None:
     mgr.set_open_files_max(-1)
     assert mgr.files.max_files is None
     assert [_values(log) for log in logs] == [[b"v0"]] * 10
-    assert mgr.open_files() == 30
+    # the seven closed segments were reopened by reads: their log files only
+    assert mgr.open_files() == 9 + 7 == segment_fds(tmp_path)
+    for log in logs:
+        _append(log, b"w")
+    assert mgr.open_files() == 30 == segment_fds(tmp_path)
     mgr.close()
+
+
+def test_a_read_of_a_closed_segment_reopens_its_log_file_only(tmp_path: Path) -> None:
+    """A fetch of a segment the bound closed needs its log file alone (the offset index's
+    entries are in memory): its two index files stay closed until a write needs them; a
+    read that can return nothing (no bytes left) opens nothing."""
+    files = OpenFiles(4)
+    a = PartitionLog.open(tmp_path / "a-0", LogConfig(), recover=False, now_ms=0, files=files)
+    b = PartitionLog.open(tmp_path / "b-0", LogConfig(), recover=False, now_ms=0, files=files)
+    for i in range(3):
+        _append(a, b"a-%d" % i)
+    _append(b, b"b")  # b's three files open: a's are closed
+    assert segment_fds(tmp_path / "a-0") == 0 and segment_fds(tmp_path / "b-0") == 3
+    reopens = files.reopens
+    empty = a.read(0, 0, min_one_batch=False)  # a fetch response already full: no read
+    assert empty.regions == [] and empty.next_fetch_offset == 0
+    assert segment_fds(tmp_path / "a-0") == 0 and files.reopens == reopens  # not opened
+    assert _values(a) == [b"a-00", b"a-10", b"a-20"]
+    info = a.read(1, 1 << 20)  # a position looked up in the offset index
+    assert info.size_bytes > 0 and info.next_fetch_offset == 3
+    info.release()
+    assert segment_fds(tmp_path / "a-0") == 1 == a.open_files  # its .log, no index
+    assert segment_fds(tmp_path / "b-0") == 3 and files.held == 4
+    assert files.reopens == reopens + 1
+    _append(a, b"a-3")  # a write: a's indexes too; b is closed to stay within 4
+    assert segment_fds(tmp_path / "a-0") == 3 and segment_fds(tmp_path / "b-0") == 0
+    assert files.held == 3 and _values(a)[-1] == b"a-30"
+    a.close()
+    b.close()
 
 
 def test_the_fd_checks_count_the_bound_not_three_a_segment(tmp_path: Path) -> None:

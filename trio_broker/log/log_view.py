@@ -79,6 +79,10 @@ def read_batches(
     limit: int,
     regions: list[FileRegion],
 ) -> int:
+    if budget <= 0 and not (min_one_batch and not regions):
+        # Nothing can be read (a fetch response already full): no segment is opened for
+        # it (a segment the open-files bound closed would be reopened for nothing).
+        return target
     i = max(0, bisect_right(view.bases, target) - 1)
     while i < len(view.segments) and target < limit:
         segment = view.segments[i]

@@ -1,16 +1,17 @@
 """The least recently used segments keep their files open; the others are closed.
 
-Owns: ``OpenFiles``, the LRU of the segments whose files are open, bounded by
-``max_files`` (the broker's ``log.open.files.max``, our key: Kafka keeps every segment open)
-counted in the descriptors their owners hold (``descriptors.FILES_PER_SEGMENT`` a segment).
-A segment is opened (``pin``) when an append, a flush, a truncation or a read needs it and
-becomes the most recently used; while pinned (a thread is using its descriptors) it is never
-closed. When the segments hold more than ``max_files``, the least recently used unpinned
-ones are closed (``Openable.evict``): a segment's log file is a reference-counted
+Owns: ``OpenFiles``, the LRU of the segments whose files are open, bounded by ``max_files``
+(the broker's ``log.open.files.max``, our key: Kafka keeps every segment open) counted in
+the descriptors their owners hold (``descriptors.FILES_PER_SEGMENT`` a segment). A segment
+is opened (``pin``) when an append, a flush, a truncation or a read needs it and becomes the
+most recently used (``full`` False, a read: only the files a read uses are opened, the
+others when a later pin asks for them); while pinned (a thread is using its descriptors) it
+is never closed. When the segments hold more than ``max_files``, the least recently used
+unpinned ones are closed (``Openable.evict``): a segment's log file is a reference-counted
 ``SharedFile``, so closing it only drops the segment's own reference and a region still
 being sent keeps its descriptor until released. The bound is therefore on what the segments
-own, not on the process: pinned segments past the bound (one a thread using a segment
-now) and the files of regions in flight come on top.
+own, not on the process: pinned segments past the bound (one a thread using a segment now)
+and the files of regions in flight come on top.
 
 One lock for all: opening and closing a segment's files happen under it (system calls of
 microseconds; never an fsync), so io, recovery and cleaner threads may touch the LRU at
@@ -28,8 +29,9 @@ from typing import Protocol
 class Openable(Protocol):
     """What the LRU asks of a segment; called with the LRU's lock held."""
 
-    def reopen(self) -> int:
-        """Open the files; returns how many descriptors that took."""
+    def reopen(self, full: bool) -> int:
+        """Open those of its files that are closed: all of them if ``full``, else only
+        those a read uses; returns how many descriptors that took (0: none were closed)."""
         ...
 
     def evict(self) -> None:
@@ -49,7 +51,7 @@ class OpenFiles:
         self._open: OrderedDict[Openable, list[int]] = OrderedDict()
         self._held = 0
         self.evictions = 0  # segments closed by the bound since start
-        self.reopens = 0  # segments opened again after being closed
+        self.reopens = 0  # segments opened again after being closed by the bound
 
     @property
     def max_files(self) -> int | None:
@@ -73,6 +75,19 @@ class OpenFiles:
     def segments_open(self) -> int:
         return len(self._open)
 
+    def figures(self) -> dict[str, int | None]:
+        """The metrics' ``log.open_files``: descriptors held now against the bound (None:
+        no bound), the segments open now, and closings by the bound and reopenings since
+        start."""
+        with self.lock:
+            return {
+                "held": self._held,
+                "max": self._max,
+                "segments_open": len(self._open),
+                "evictions": self.evictions,
+                "reopens": self.reopens,
+            }
+
     def add(self, item: Openable, files: int) -> None:
         """A segment that has just opened its ``files`` descriptors itself (created or
         loaded): the most recently used (a method that uses them pins it)."""
@@ -81,17 +96,22 @@ class OpenFiles:
             self._held += files
             self._shrink()
 
-    def pin(self, item: Openable) -> None:
-        """Open ``item`` if it is closed, make it the most recently used and keep it open
-        until ``unpin``. Raises what opening raises (OSError), leaving it closed."""
+    def pin(self, item: Openable, full: bool = True) -> None:
+        """Open ``item`` if it is closed (all its files if ``full``, else those a read
+        uses), make it the most recently used and keep it open until ``unpin``. Raises
+        what opening raises (OSError), leaving closed what was closed."""
         with self.lock:
             entry = self._open.get(item)
             if entry is None:
-                files = item.reopen()
+                files = item.reopen(full)
                 self.reopens += 1
                 self._open[item] = [files, 1]
                 self._held += files
             else:
+                if full:
+                    more = item.reopen(True)
+                    entry[0] += more
+                    self._held += more
                 entry[1] += 1
                 self._open.move_to_end(item)
             self._shrink()

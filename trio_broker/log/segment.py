@@ -33,7 +33,7 @@ from .index.sparse import OffsetIndex, TimeIndex
 from .index.transactions import txn_index_path
 from .open_files import OpenFiles
 from .scan import BatchScanner, pread_exact, read_header
-from .segment_files import SegmentFiles, with_files
+from .segment_files import SegmentFiles, with_files, with_log_file
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -377,7 +377,7 @@ class LogSegment(SegmentFiles):
 
     # -- loading -------------------------------------------------------------------------
 
-    @with_files
+    @with_log_file
     def load_tail(self) -> bool:
         """Restore in-memory state from sane indexes and a walk of the last batches.
 
@@ -413,7 +413,7 @@ class LogSegment(SegmentFiles):
         self._bytes_since_index = self.size - (last_index[1] if last_index else 0)
         return True
 
-    @with_files
+    @with_log_file
     def load_sealed(self, next_segment_base: int) -> bool:
         """Restore the state of a rolled segment from its indexes alone: ``seal`` left its
         max timestamp as the last time index entry. Falls back to ``load_tail``."""
@@ -480,7 +480,7 @@ class LogSegment(SegmentFiles):
 
     # -- truncation ----------------------------------------------------------------------
 
-    @with_files
+    @with_log_file
     def cut_point(self, offset: int) -> tuple[int, int]:
         """Where the segment ends once every batch with an offset at or after ``offset``
         is gone: (byte position, next offset). The next offset is the base offset when no
@@ -531,7 +531,7 @@ def _scan_from(
     for seg in segments:
         if seg.next_offset <= offset or seg.size == 0:
             continue
-        with seg.opened():
+        with seg.opened(full=False):
             scanner = BatchScanner(
                 seg.fd,
                 start=0,

@@ -6,11 +6,14 @@ Given an ``OpenFiles`` (the log manager's LRU, ``log.open.files.max``), they are
 while the segment is among the recently used: ``opened`` (and ``with_files`` on a method)
 opens them again if the LRU closed them and keeps them open until the block ends; readers
 take a reference with ``acquire``, which keeps the log file's descriptor open whatever the
-LRU does. ``close`` is for good: the files are never reopened after it, so that a name
-the cleaner's swap gives to another file is never opened as this segment's. Without an
-LRU (the cleaner's copies, logs opened on their own) the files stay open until ``close``.
-It must not read nor write the files, nor decide when they are flushed: ``segment`` does
-(a closed segment keeps its unflushed state and reopens to fsync).
+LRU does, and reopens the log file only: the indexes' entries are in memory, so a read
+(``find_batch``, a scan) never uses their descriptors, which are reopened when a write, a
+rollback, a flush or a truncation needs them (``opened(full=True)``). ``close`` is for good:
+the files are never reopened after it, so that a name the cleaner's swap gives to another
+file is never opened as this segment's. Without an LRU (the cleaner's copies, logs opened on
+their own) the files stay open until ``close``. It must not read nor write the files, nor
+decide when they are flushed: ``segment`` does (a closed segment keeps its unflushed state
+and reopens to fsync).
 """
 
 from __future__ import annotations
@@ -48,6 +51,17 @@ def with_files(method: _F) -> _F:
     return cast(_F, wrapper)
 
 
+def with_log_file(method: _F) -> _F:
+    """The method runs with the segment's log file open: it only reads (``opened(False)``)."""
+
+    @functools.wraps(method)
+    def wrapper(self: SegmentFiles, *args: Any, **kwargs: Any) -> Any:
+        with self.opened(full=False):
+            return method(self, *args, **kwargs)
+
+    return cast(_F, wrapper)
+
+
 class SegmentFiles:
     """The files of a segment; opened and closed by ``files``, the LRU, if any."""
 
@@ -68,7 +82,8 @@ class SegmentFiles:
         # The LRU that may close the files (None: open until ``close``); whether they are
         # open now, and whether the segment is closed for good.
         self._files = files
-        self._is_open = True
+        self._is_open = True  # the log file
+        self._indexes_open = True
         self._gone = False
 
     def _join_lru(self) -> None:
@@ -91,17 +106,20 @@ class SegmentFiles:
     @property
     def files_open(self) -> int:
         """The descriptors the segment itself holds now."""
-        return FILES_PER_SEGMENT if self._is_open and not self._gone else 0
+        if self._gone or not self._is_open:
+            return 0
+        return FILES_PER_SEGMENT if self._indexes_open else 1
 
     @contextmanager
-    def opened(self) -> Iterator[None]:
+    def opened(self, full: bool = True) -> Iterator[None]:
         """The files open (reopened if the LRU closed them) and kept open until the end
-        of the block; the segment becomes the most recently used."""
+        of the block; the segment becomes the most recently used. ``full`` False: only
+        the log file is sure to be open (reads: the indexes' entries are in memory)."""
         files = self._files
         if files is None:
             yield
             return
-        files.pin(self)
+        files.pin(self, full)
         try:
             yield
         finally:
@@ -115,31 +133,42 @@ class SegmentFiles:
         if self._gone:
             return None
         try:
-            with self.opened():
+            with self.opened(full=False):
                 return self._log.acquire()
         except SegmentClosed:
             return None
 
-    def reopen(self) -> int:
-        """(``OpenFiles``, under its lock.) Open the three files again."""
+    def reopen(self, full: bool) -> int:
+        """(``OpenFiles``, under its lock.) Open again the log file if closed and, if
+        ``full``, the two indexes if closed; returns the descriptors opened."""
         if self._gone:
             raise SegmentClosed(f"{self.log_path}: the segment is closed")
-        fd = os.open(self._log.path, _REOPEN_FLAGS)  # the path it was opened at
-        try:
-            self.offset_index.reopen()
-            self.time_index.reopen()
-        except BaseException:
-            os.close(fd)
-            self.offset_index.close()
-            raise
-        self._log = SharedFile(fd, self._log.path)
-        self._is_open = True
-        return FILES_PER_SEGMENT
+        opened = 0
+        fd = -1
+        if not self._is_open:
+            fd = os.open(self._log.path, _REOPEN_FLAGS)  # the path it was opened at
+            opened = 1
+        if full and not self._indexes_open:
+            try:
+                self.offset_index.reopen()
+                self.time_index.reopen()
+            except BaseException:
+                if fd >= 0:
+                    os.close(fd)
+                self.offset_index.close()
+                raise
+            self._indexes_open = True
+            opened += FILES_PER_SEGMENT - 1
+        if fd >= 0:
+            self._log = SharedFile(fd, self._log.path)
+            self._is_open = True
+        return opened
 
     def evict(self) -> None:
-        """(``OpenFiles``, under its lock.) Close the three files: the log file's own
-        reference only (regions in flight keep theirs); unflushed state stays."""
+        """(``OpenFiles``, under its lock.) Close the files: the log file's own reference
+        only (regions in flight keep theirs); unflushed state stays."""
         self._is_open = False
+        self._indexes_open = False
         with suppress(OSError):  # a close that fails still frees the descriptor (Linux)
             self._close_files()
 
@@ -155,6 +184,7 @@ class SegmentFiles:
             files.discard(self)
             if self._is_open:
                 self._is_open = False
+                self._indexes_open = False
                 self._close_files()
 
     def _close_files(self) -> None:

@@ -96,6 +96,7 @@ class BrokerMetrics:
         self._memory_probe: MemoryPoolProbe | None = None
         self._authorization_probe: AuthorizationProbe | None = None
         self._log_cleaner_probe: Callable[[], dict[str, Any]] | None = None
+        self._open_files_probe: Callable[[], dict[str, int | None]] | None = None
         self._cluster_probe: Callable[[], dict[str, Any]] | None = None
         self._transactions_probe: Callable[[], dict[str, Any]] | None = None
         self._groups_probe: Callable[[], dict[str, Any]] | None = None
@@ -276,6 +277,17 @@ class BrokerMetrics:
             "max_dirty_ratio": 0.0,
             "partitions": {},
         }
+
+    def set_open_files(self, probe: Callable[[], dict[str, int | None]] | None) -> None:
+        """Where ``log.open_files`` (the LRU of ``log.open.files.max``) comes from."""
+        self._open_files_probe = probe
+
+    def open_files(self) -> dict[str, int | None]:
+        """Segment descriptors held now against the bound (``max`` None: no bound), the
+        segments open now, and segments closed by the bound and reopened since start."""
+        if self._open_files_probe is not None:
+            return self._open_files_probe()
+        return {"held": 0, "max": None, "segments_open": 0, "evictions": 0, "reopens": 0}
 
     def set_authorization(self, probe: AuthorizationProbe | None) -> None:
         """Where the ``authorization`` section (ACL count, denials) comes from."""

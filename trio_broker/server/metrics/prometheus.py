@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from .prometheus_clients import ClientSeries, ClientSeriesCollector, client_telemetry_families
 from .prometheus_groups import group_families
-from .prometheus_partitions import log_dir_families, partition_families
+from .prometheus_partitions import log_dir_families, open_files_families, partition_families
 from .requests import PHASES
 
 Figures = Callable[[], dict[str, Any]]
@@ -69,6 +69,7 @@ class SnapshotCollector(Collector):
         if self._partition_series():
             yield from partition_families(s["partitions"])
         yield from log_dir_families(s["log_dirs"])
+        yield from open_files_families(s["log"]["open_files"])
 
 
 def _requests(requests: dict[str, Any]) -> Iterator[Metric]:

@@ -5,7 +5,10 @@ Owns: ``partition_families`` (one series per partition replica held, labels ``to
 ``kafka_log_log_size``, ``kafka_log_log_start_offset``, ``kafka_log_log_end_offset``;
 per-partition BrokerTopicMetrics-style counters, ``kafka_server_partition_*_total``; a
 follower's lag, Kafka's ``kafka_server_fetcherlagmetrics_consumerlag``; and the rest under
-``trio_broker_partition_*``) and ``log_dir_families`` (per log dir, label ``path``).
+``trio_broker_partition_*``), ``log_dir_families`` (per log dir, label ``path``) and
+``open_files_families`` (``log.open_files``, the LRU of ``log.open.files.max``, named as if
+Kafka's ``kafka.log:type=LogManager`` had them: ``kafka_log_logmanager_*``; Kafka keeps
+every segment open and has no such MBean).
 Whether the partition series are exposed is ``metrics.partition.prometheus.enable``
 (``SnapshotCollector`` asks at every scrape); the log dirs' always are.
 Must not: compute figures of its own beyond renaming and relabelling.
@@ -82,3 +85,29 @@ def log_dir_families(log_dirs: list[dict[str, Any]]) -> Iterator[Metric]:
         for d in log_dirs:
             family.add_metric([d["path"]], d[key])
         yield family
+
+
+def open_files_families(f: dict[str, Any]) -> Iterator[Metric]:
+    prefix = "kafka_log_logmanager"
+    yield GaugeMetricFamily(
+        f"{prefix}_open_segment_files",
+        "Segment file descriptors the logs hold now (counted against log.open.files.max)",
+        value=f["held"],
+    )
+    if f["max"] is not None:  # (no series when log.open.files.max is -1: no bound)
+        yield GaugeMetricFamily(
+            f"{prefix}_open_segment_files_max", "log.open.files.max in force", value=f["max"]
+        )
+    yield GaugeMetricFamily(
+        f"{prefix}_open_segments", "Segments with files open now", value=f["segments_open"]
+    )
+    yield CounterMetricFamily(
+        f"{prefix}_segment_evictions",
+        "Segments whose files log.open.files.max closed (least recently used)",
+        value=f["evictions"],
+    )
+    yield CounterMetricFamily(
+        f"{prefix}_segment_reopens",
+        "Segments whose files were opened again after log.open.files.max closed them",
+        value=f["reopens"],
+    )

@@ -80,7 +80,10 @@ def build_snapshot(metrics: BrokerMetrics, seq: int) -> dict[str, Any]:
             for name, p in sorted(metrics.purgatories().items())
         },
         "memory_pool": metrics.memory_pool(),
-        "log": {"flush_time_ms": metrics.log_flush.read(epoch).scaled(_US_TO_MS)},
+        "log": {
+            "flush_time_ms": metrics.log_flush.read(epoch).scaled(_US_TO_MS),
+            "open_files": metrics.open_files(),
+        },
         "event_loop": metrics.event_loop.figures(now),
         "authorization": metrics.authorization(),
         "broker_errors": _broker_errors(metrics),

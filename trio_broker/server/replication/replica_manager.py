@@ -131,6 +131,8 @@ class ReplicaManager:
         threads = self.config["num.recovery.threads.per.data.dir"]
         files = self.config["log.open.files.max"]
         self.logs = LogManager(dirs, default, configs, recovery_threads=threads, max_files=files)
+        if self.metrics is not None:  # (log.open_files in the metrics)
+            self.metrics.set_open_files(self.logs.files.figures)
         for t in topics:
             if self.cluster.authoritative:  # the controller says which logs are held here
                 self._note_topic_configs(t)
