@@ -394,8 +394,9 @@ def test_a_topic_deleted_while_a_replica_was_down_is_not_listed_by_it_again(
             with WireClient(brokers[b].bootstrap) as wire:  # this broker's own answer
                 return {t.name for t in wire.request(MetadataRequest(topics=None), 9).topics}
 
-        until("broker 2 told of the cluster", lambda: "t" in listed_by(2) or None)
-        assert "gone" not in listed_by(2)
-        assert "gone" not in listed_by(0)
+        # Until the controller describes the cluster to it again, broker 2 answers from
+        # what it was told before the pause; then the topic must go, and stay gone.
+        until("broker 2 no longer lists the deleted topic", lambda: "gone" not in listed_by(2))
+        assert "t" in listed_by(2) and "gone" not in listed_by(0)
     finally:
         stop_all(brokers)
