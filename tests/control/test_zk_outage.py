@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -154,3 +156,37 @@ def test_after_a_zookeeper_outage_no_partition_changes_leader_twice(
         if watcher is not None and not watcher.stopped.is_set():
             watcher.close()
         stop_all(brokers)
+
+
+def test_an_admin_request_that_meets_an_expired_session_gets_a_retriable_error(
+    tmp_path: Path,
+) -> None:
+    """Found by the nemesis admin workload: a CreateTopics pending in a broker while
+    ZooKeeper is away meets the broker's expired session when ZooKeeper returns (paused
+    longer than the session timeout, ZooKeeper expires every session as it wakes). It was
+    answered UNKNOWN_SERVER_ERROR, a broker failure with a traceback in its log; it is
+    answered REQUEST_TIMED_OUT, retriable, with a message that says why. A ZooKeeper of the
+    test's own, since it is paused."""
+    zookeeper = ZooKeeperServer(tmp_path / "zk").start()
+    try:
+        brokers = start(tmp_path, zookeeper.connect, [0])
+        try:
+            admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
+            admin.create_topics([NewTopic("before", 1, 1)])["before"].result(30)
+            assert zookeeper.proc is not None
+            os.kill(zookeeper.proc.pid, signal.SIGSTOP)
+            try:
+                pending = admin.create_topics([NewTopic("during", 1, 1)], request_timeout=60)
+                # The outage is the fault itself: longer than the session timeout (4 s).
+                threading.Event().wait(8)
+            finally:
+                os.kill(zookeeper.proc.pid, signal.SIGCONT)
+            with pytest.raises(KafkaException) as info:
+                pending["during"].result(60)
+            err = info.value.args[0]
+            assert err.code() == KafkaError.REQUEST_TIMED_OUT, err
+            assert "ZooKeeper cannot be reached" in err.str(), err
+        finally:
+            stop_all(brokers)
+    finally:
+        zookeeper.stop()

@@ -159,6 +159,14 @@ class ErrorCode(enum.IntEnum):
             return f"UNKNOWN_ERROR_{code}"
 
 
+class Unavailable(Exception):
+    """Something the request needs cannot be reached now (ZooKeeper, in a cluster): the
+    request is answered with ``error_code``, a retriable error, and the message, not as a
+    broker failure (UNKNOWN_SERVER_ERROR with a traceback)."""
+
+    error_code: ErrorCode = ErrorCode.REQUEST_TIMED_OUT
+
+
 class ProtocolError(Exception):
     """Base of every error the codec raises."""
 

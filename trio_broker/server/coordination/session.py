@@ -29,12 +29,26 @@ from typing import Any, TypeVar
 
 import trio
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
+
+from ...protocol.errors import Unavailable
 
 log = logging.getLogger("trio_broker.zookeeper")
 
 T = TypeVar("T")
 RECONNECT_MAX_S = 1.0  # as ZooKeeper's own Java client: up to a second between attempts
+
+
+class ZooKeeperUnavailable(Unavailable, ConnectionLoss):
+    """A ZooKeeper call failed for want of a connection or a session. A request that
+    needed it is answered with a retriable error (``Unavailable``); the broker's own jobs
+    that wait for the session and try again catch it as kazoo's ``ConnectionLoss``."""
 
 
 class ZkState(enum.Enum):
@@ -133,7 +147,14 @@ class ZkSession:
     # ------------------------------------------------------------------ calls
 
     async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        """``fn`` on a worker thread; ``ZooKeeperUnavailable`` when ZooKeeper cannot be
+        reached (the connection lost, the session expired or closed)."""
+        try:
+            return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as exc:
+            raise ZooKeeperUnavailable(
+                f"ZooKeeper cannot be reached ({type(exc).__name__}): try again"
+            ) from exc
 
     async def create(
         self, path: str, data: bytes, *, ephemeral: bool = False, makepath: bool = False

@@ -35,7 +35,7 @@ from ...network.request import (
 )
 from ...protocol.api import ApiKey, ApiSpec
 from ...protocol.error_response import error_response
-from ...protocol.errors import ErrorCode
+from ...protocol.errors import ErrorCode, Unavailable
 from ...protocol.header import encode_response
 from ...protocol.messages.api_versions import ApiVersionsResponse
 from ...protocol.primitives import Parts, join_parts, parts_length
@@ -129,8 +129,13 @@ class RequestHandler:
             ctx.extras["request"] = request
             request.context["ctx"] = ctx
             result = await entry.handler(ctx, request.body)
-        except Exception:
-            self.fail(request, "handling")
+        except Exception as exc:
+            unavailable = _unavailable(exc)
+            if unavailable is None:
+                self.fail(request, "handling")
+            else:  # not the broker's failure: a retriable answer
+                log.warning("%r from %s: %s", request, request.client_host, unavailable)
+                self._answer_error(request, unavailable.error_code, str(unavailable))
             return
         request.times.api_local_complete_ns = time.monotonic_ns()
         if isinstance(result, Deferred):
@@ -199,19 +204,18 @@ class RequestHandler:
             log.debug("no error response for %r", request, exc_info=True)
             self._close(request, "broker error")
 
-    def _answer_error(self, request: Request) -> None:
+    def _answer_error(
+        self,
+        request: Request,
+        code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR,
+        message: str = "The server experienced an unexpected error when processing the request.",
+    ) -> None:
         ctx: RequestContext | None = request.context.get("ctx")
         version = ctx.response_version if ctx is not None else request.header.api_version
         if request.body is None:
             self._close(request, "broker error")
             return
-        response = error_response(
-            request.spec,
-            version,
-            request.body,
-            ErrorCode.UNKNOWN_SERVER_ERROR,
-            "The server experienced an unexpected error when processing the request.",
-        )
+        response = error_response(request.spec, version, request.body, code, message)
         if response is None:  # no error code to carry it: the client sees a disconnect
             self._close(request, "broker error")
             return
@@ -225,3 +229,18 @@ class RequestHandler:
 
     def _close(self, request: Request, reason: str) -> None:
         request.sink.deliver(CloseConnectionResponse(request, reason))
+
+
+def _unavailable(exc: Exception) -> Unavailable | None:
+    """``exc`` if it is ``Unavailable``, or the first of a group that holds nothing else
+    (concurrent parts of one request that all found ZooKeeper gone); else None."""
+    if isinstance(exc, Unavailable):
+        return exc
+    if isinstance(exc, ExceptionGroup):
+        found, rest = exc.split(Unavailable)
+        if found is not None and rest is None:
+            leaf: BaseException = found
+            while isinstance(leaf, BaseExceptionGroup):
+                leaf = leaf.exceptions[0]
+            return leaf if isinstance(leaf, Unavailable) else None
+    return None
