@@ -22,7 +22,6 @@ out is unknown: either outcome is allowed. It must not know about faults.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -36,6 +35,7 @@ from confluent_kafka.admin import (
 )
 
 from .checker import Findings
+from .worker import Worker
 
 PREFIX = "adm-"
 UNKNOWN_CODES = {
@@ -64,11 +64,10 @@ class AdminHistory:
         return [o for o in self.ops if o.kind == kind and (outcome is None or o.outcome == outcome)]
 
 
-class AdminWorker:
+class AdminWorker(Worker):
     def __init__(self, bootstrap: str, history: AdminHistory, every_s: float = 1.0) -> None:
+        super().__init__("nemesis-admin")
         self.history, self.every_s = history, every_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="nemesis-admin", daemon=True)
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log.connection.close": False})
 
     def _run(self) -> None:
@@ -110,15 +109,9 @@ class AdminWorker:
             return
         op.outcome = "ok"
 
-    def start(self) -> AdminWorker:
-        self._thread.start()
-        return self
-
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(60)
-        if hasattr(self, "admin"):
-            del self.admin
+        self.halt(60)  # an operation under way may take its 15 s wait to end
+        self.release("admin")
 
 
 def metadata_of(address: str, broker_id: int, timeout: float = 10) -> set[str] | None:

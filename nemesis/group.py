@@ -39,7 +39,6 @@ know about faults or the queue's own checks.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from .checker import Findings
+from .worker import Worker
 from .workload import History
 
 GROUP = "nemesis-group"
@@ -102,7 +102,7 @@ def _consumer(bootstrap: str, protocol: str, **extra: object) -> Consumer:
     return Consumer(config)
 
 
-class GroupMember:
+class GroupMember(Worker):
     """One member: reads, and commits its position every ``commit_every`` seconds."""
 
     def __init__(
@@ -114,10 +114,8 @@ class GroupMember:
         protocol: str = "classic",
         commit_every: float = 0.5,
     ):
+        super().__init__(f"nemesis-group-{member}")
         self.member, self.history, self.commit_every = member, history, commit_every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"nemesis-group-{member}")
-        self._thread.daemon = True
         self.consumer = _consumer(bootstrap, protocol, error_cb=self._error)
         self.consumer.subscribe([topic], on_assign=self._assigned)
 
@@ -167,27 +165,19 @@ class GroupMember:
         else:
             commit.acked = time.monotonic()
 
-    def start(self) -> GroupMember:
-        self._thread.start()
-        return self
-
     def close(self) -> None:
         """Stop reading and leave the group; destroy the consumer."""
-        self._stop.set()
-        self._thread.join(10)
-        if hasattr(self, "consumer"):
-            self.consumer.close()
-            del self.consumer
+        self.halt()
+        self.release("consumer", close=True)
 
 
-class OffsetWatcher:
+class OffsetWatcher(Worker):
     """Fetches the group's committed offsets twice a second, from outside the group."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: GroupHistory):
+        super().__init__("nemesis-offsets")
         self.history = history
         self._tps = [TopicPartition(topic, p) for p in range(partitions)]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="nemesis-offsets", daemon=True)
         self.consumer = _consumer(bootstrap, "classic")  # never subscribes: not a member
 
     def _run(self) -> None:
@@ -203,16 +193,9 @@ class OffsetWatcher:
                     offset = tp.offset if tp.offset >= 0 else NO_OFFSET
                     self.history.seen.append(Seen(tp.partition, offset, began, answered))
 
-    def start(self) -> OffsetWatcher:
-        self._thread.start()
-        return self
-
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        if hasattr(self, "consumer"):
-            self.consumer.close()
-            del self.consumer
+        self.halt()
+        self.release("consumer", close=True)
 
 
 def read_to_end(history: GroupHistory, queue: History, timeout: float) -> None:

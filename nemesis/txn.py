@@ -27,7 +27,6 @@ is allowed. It must not know about faults.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaException, Producer
 
 from .checker import Findings
+from .worker import Worker
 from .workload import Read
 
 
@@ -58,7 +58,7 @@ class TxnHistory:
         return [t.ended for t in self.txns if t.outcome == "committed"]
 
 
-class TxnWriter:
+class TxnWriter(Worker):
     def __init__(
         self,
         bootstrap: str,
@@ -69,10 +69,9 @@ class TxnWriter:
         pause_s: float = 0.05,
         transactional_id: str = "nemesis-txn",
     ):
+        super().__init__("nemesis-txn")
         self.topic, self.partitions, self.history = topic, partitions, history
         self.abort_every, self.pause_s = abort_every, pause_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="nemesis-txn", daemon=True)
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -145,19 +144,13 @@ class TxnWriter:
                     return False
         return True
 
-    def start(self) -> TxnWriter:
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(180)
+        self.halt(180)  # a transaction under way may take its 60 s calls to end
 
     def close(self) -> None:
         """Stop (if not yet) and destroy the producer."""
         self.stop()
-        if hasattr(self, "producer"):
-            del self.producer
+        self.release("producer")
 
 
 @dataclass

@@ -13,7 +13,6 @@ in the log, and neither is an anomaly. Only acknowledged values must be there.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
+
+from .worker import Worker
 
 Read = tuple[int, int, int]  # partition, offset, value
 
@@ -56,15 +57,14 @@ class History:
         return [s for s in self.sends if s.error is not None]
 
 
-class Writer:
+class Writer(Worker):
     """Sends ``rate`` unique values a second until stopped, then waits for every answer."""
 
     def __init__(self, bootstrap: str, topic: str, history: History, rate: float = 100):
+        super().__init__("nemesis-writer")
         self.topic = topic
         self.history = history
         self.rate = rate
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="nemesis-writer", daemon=True)
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -113,21 +113,14 @@ class Writer:
             # a steady pace: wait for the next value's slot, or for the stop
             self._stop.wait(max(0.0, start + n / self.rate - time.monotonic()))
 
-    def start(self) -> Writer:
-        self._thread.start()
-        return self
-
     def close(self) -> None:
         """Stop sending (if not yet) and destroy the producer."""
-        self._stop.set()
-        self._thread.join(10)
-        if hasattr(self, "producer"):
-            del self.producer
+        self.halt()
+        self.release("producer")
 
     def stop(self, timeout: float = 60) -> int:
         """Stop sending; wait (bounded) for every sent value's answer. Values unanswered."""
-        self._stop.set()
-        self._thread.join(10)
+        self.halt()
         try:
             return int(self.producer.flush(timeout))
         except (KafkaException, SystemError) as exc:  # a fatal error surfaces here too
@@ -135,7 +128,7 @@ class Writer:
             return -1
 
 
-class Reader:
+class Reader(Worker):
     """Reads every partition from offset 0 while the run goes on, recording what it saw in
     ``reads`` (and the errors it got in ``errors``)."""
 
@@ -148,9 +141,8 @@ class Reader:
         errors: list[str],
         isolation: str = "read_uncommitted",
     ):
+        super().__init__("nemesis-reader")
         self.reads, self.errors = reads, errors
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="nemesis-reader", daemon=True)
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -173,22 +165,13 @@ class Reader:
                 if value is not None:
                     self.reads.append((msg.partition() or 0, msg.offset() or 0, int(value)))
 
-    def start(self) -> Reader:
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
         self.close()
 
     def close(self) -> None:
         """Stop reading (if not yet) and destroy the consumer."""
-        self._stop.set()
-        self._thread.join(10)
-        if hasattr(self, "consumer"):
-            self.consumer.close()
-            del self.consumer
+        self.halt()
+        self.release("consumer", close=True)
 
 
 def read_all(
