@@ -1,0 +1,138 @@
+"""Client telemetry (KIP-714) from real librdkafka clients to the trends job's tables: a
+broker with a subscription for every metric at 500 ms, a batching confluent-kafka producer
+(``linger.ms=50``) and a consumer pushing by default; the scraper reads ``/v1/metrics``
+and ``/v1/client-metrics`` once a second for a few seconds; the trends job (local Spark,
+2 s buckets) writes the ``clients`` and ``produce_path`` tables, checked for the clients'
+rows and figures consistent with what was done."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow.parquet as pq
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from spark_jobs import trends
+from spark_jobs.scrape import scrape
+
+from ..support.brokers import BrokerThread
+
+pytestmark = pytest.mark.slow
+
+SCRAPE_S = 6
+BUCKET_S = 2
+LINGER_MS = 50
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    b = BrokerThread(tmp_path / "data", {"admin.listeners": "http://127.0.0.1:0"}).start()
+    yield b
+    b.stop()
+
+
+def load(b: BrokerThread, until: threading.Event) -> dict[str, int]:
+    """A batching producer and a consumer on topic ``t`` until ``until`` is set."""
+    done = {"produced": 0, "consumed": 0}
+    producer = Producer(
+        {"bootstrap.servers": b.bootstrap, "client.id": "app-p", "linger.ms": LINGER_MS}
+    )
+    consumer = Consumer(
+        {
+            "bootstrap.servers": b.bootstrap,
+            "client.id": "app-c",
+            "group.id": "g",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe(["t"])
+    deadline = time.monotonic() + SCRAPE_S + 20  # bounded, whatever happens
+    try:
+        while not until.is_set() and time.monotonic() < deadline:
+            for _ in range(20):
+                producer.produce("t", b"x" * 100)
+            done["produced"] += 20
+            producer.poll(0.01)
+            if consumer.poll(0.02) is not None:
+                done["consumed"] += 1
+    finally:
+        consumer.close()
+        producer.flush(5)
+    return done
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return pq.read_table(path).to_pylist()
+
+
+def test_the_clients_pushes_become_the_clients_and_produce_path_tables(
+    spark: Any, broker: BrokerThread, tmp_path: Path
+) -> None:
+    sub = {"metrics": "*", "interval.ms": 500}
+    r = httpx.put(f"{broker.admin_url}/v1/client-metrics/subscriptions/all", json=sub)
+    assert r.status_code == 200, r.text
+    until = threading.Event()
+    done: dict[str, int] = {}
+    worker = threading.Thread(target=lambda: done.update(load(broker, until)))
+    worker.start()
+    scraped, out, log = tmp_path / "scraped", tmp_path / "trends", io.StringIO()
+    try:
+        stats = scrape([broker.admin_url], scraped, interval=1.0, duration=SCRAPE_S, log=log)
+    finally:
+        until.set()
+        worker.join(30)
+    assert stats[0].snapshots >= SCRAPE_S - 1, log.getvalue()
+    assert done["produced"] > 0 and done["consumed"] > 0
+
+    # the scraper's client lines: beside the snapshots, one per snapshot, as the broker sent
+    client_files = sorted(scraped.rglob("*.clients.ndjson"))
+    assert client_files and all(p.parent.parent.name == "broker=0" for p in client_files)
+    lines = [json.loads(x) for p in client_files for x in p.read_text().splitlines()]
+    assert len(lines) == stats[0].snapshots
+    assert {x["schema"] for x in lines} == {"trio-broker.client-metrics/1"}
+    ids = {c["client_id"] for x in lines for c in x["clients"] if c["metrics"]}
+    assert {"app-p", "app-c"} <= ids
+
+    report = trends.run(spark, str(scraped), str(out), bucket_s=BUCKET_S, trend_window_s=10)
+    assert report["input"]["unsupported_schema_lines"] == 0  # the snapshots' readers skip them
+    assert report["input"]["corrupt_lines"] == 0
+    assert report["clients"]["pushes"] >= 4
+    assert {"app-p", "app-c"} <= set(report["clients"]["client_ids"])
+
+    clients = rows(out / "clients")
+    producer = [c for c in clients if c["client_id"] == "app-p"]
+    consumer = [c for c in clients if c["client_id"] == "app-c"]
+    assert len(producer) >= 2 and len(consumer) >= 2
+    for c in producer:
+        assert c["kind"] == "producer" and c["software_name"] == "confluent-kafka-python"
+        assert c["instances"] == 1 and c["pushes"] >= 1 and c["bucket_s"] == BUCKET_S
+        assert c["fetch_latency_avg_ms"] is None
+        assert c["batch_size_avg"] is None and c["in_flight_avg"] is None  # librdkafka: none
+    # librdkafka's record.queue.time is its output buffer's latency (a built request until
+    # written to the socket), not linger.ms: small on loopback
+    queue = [c["record_queue_time_max_ms"] for c in producer]
+    assert all(q is None or 0 <= q < 1000 for q in queue), queue
+    latency = [c["produce_latency_avg_ms"] for c in producer if c["produce_latency_avg_ms"]]
+    assert latency and all(0 < x < 5000 for x in latency), latency
+    fetch = [c["fetch_latency_avg_ms"] for c in consumer if c["fetch_latency_avg_ms"]]
+    assert fetch and all(0 < x < 5000 for x in fetch), fetch
+    assert all(c["kind"] == "consumer" and c["produce_latency_avg_ms"] is None for c in consumer)
+
+    path = rows(out / "produce_path")
+    assert {p["client_id"] for p in path} == {"app-p"}
+    joined = [p for p in path if p["broker_total_ms"] is not None]
+    assert joined, path
+    for p in joined:
+        assert p["wire_ms"] == pytest.approx(p["client_request_ms"] - p["broker_total_ms"])
+        assert p["broker_requests"] > 0 and p["broker_queue_ms"] >= 0
+        assert p["broker_rest_ms"] == pytest.approx(
+            p["broker_total_ms"] - p["broker_queue_ms"] - p["broker_local_ms"]
+        )
