@@ -44,6 +44,8 @@ class Thresholds:
     lookback_s: float = 600.0
     min_buckets: int = 3
     cooldown_s: float = 600.0
+    client_share_high: float = 0.5  # client-bound: the clients' share of a produce request's
+    client_pool_idle: float = 0.5  # end-to-end time at least this, every pool this idle
 
 
 @dataclass
