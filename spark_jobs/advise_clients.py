@@ -4,8 +4,11 @@ with the broker's Produce times).
 
 Owns: ``client_findings`` (the ``clients`` part of the advice: per producing client id, over
 its last ``lookback_s`` of buckets, the mean record queue time, request latency, wire time
-and broker Produce time, the client-side share of the end-to-end time, and, when that
-share is at least ``client_share_high`` while the broker's pools are idle, a
+and broker Produce times; its requests' wait on the client's side, ``client_wait_ms`` =
+record queue time + wire time (librdkafka's queue time is its output buffer's; the wire
+holds the wait for the broker to read a request pipelined behind another on the
+connection); and, when that wait is at least ``client_wait_to_queue`` times the broker's
+queue time and ``client_wait_min_ms`` while the broker's pools are idle, a
 ``client-bound`` finding naming the producer settings that help) and ``client_evidence``
 (the clients' figures added to an io raise as evidence). A client-bound finding is advice
 for the clients' operators: it changes no pool and is never applied.
@@ -58,6 +61,8 @@ def client_figures(path_rows: Sequence[Mapping[str, Any]], th: Thresholds) -> li
         share = None
         if broker is not None and end_to_end > 0:
             share = max(0.0, end_to_end - broker) / end_to_end
+        wire = _mean([r["wire_ms"] for r in joined])
+        wait = None if wire is None else (queue or 0.0) + max(0.0, wire)
         b = mine[-1]["bucket_s"]
         out.append(
             {
@@ -67,7 +72,8 @@ def client_figures(path_rows: Sequence[Mapping[str, Any]], th: Thresholds) -> li
                 "buckets": len(mine),
                 "client_queue_ms": _r(queue),
                 "client_request_ms": _r(request),
-                "wire_ms": _r(_mean([r["wire_ms"] for r in joined])),
+                "wire_ms": _r(wire),
+                "client_wait_ms": _r(wait),
                 "broker_queue_ms": _r(_mean([r["broker_queue_ms"] for r in joined])),
                 "broker_local_ms": _r(_mean([r["broker_local_ms"] for r in joined])),
                 "broker_total_ms": _r(broker),
@@ -96,9 +102,10 @@ def client_findings(
     pools_idle = bool(idle) and not raised and min(idle) >= th.client_pool_idle
     findings = []
     for f in figures:
-        if f["buckets"] < th.min_buckets or f["client_share"] is None:
+        wait, queue = f["client_wait_ms"], f["broker_queue_ms"]
+        if f["buckets"] < th.min_buckets or wait is None or queue is None or not pools_idle:
             continue
-        if f["client_share"] < th.client_share_high or not pools_idle:
+        if wait < th.client_wait_min_ms or wait < th.client_wait_to_queue * queue:
             continue
         findings.append(
             {
@@ -106,11 +113,11 @@ def client_findings(
                 "client_id": f["client_id"],
                 "settings": list(CLIENT_SETTINGS),
                 "text": (
-                    f"client-bound: {f['client_id']}'s produce requests spent "
-                    f"{f['client_share']:.0%} of their time on the client's side "
-                    f"(queue {f['client_queue_ms']} ms, wire {f['wire_ms']} ms) against "
-                    f"{f['broker_total_ms']} ms in the broker, whose pools were idle (least "
-                    f"idle ratio {min(idle):.0%}): more broker threads would not help. "
+                    f"client-bound: {f['client_id']}'s produce requests waited {wait} ms on "
+                    f"the client's side (its queue {f['client_queue_ms']} ms, the wire "
+                    f"{f['wire_ms']} ms) against {queue} ms in the broker's queue (of "
+                    f"{f['broker_total_ms']} ms there), whose pools were idle (least idle "
+                    f"ratio {min(idle):.0%}): more broker threads would not help. "
                     "Tune the producers: linger.ms and batch.size (fewer, larger requests), "
                     "max.in.flight.requests.per.connection, or more partitions per producer"
                 ),
@@ -127,7 +134,7 @@ def client_evidence(path_rows: Sequence[Mapping[str, Any]], th: Thresholds) -> d
     """The producing clients' latency, for an io raise's evidence."""
     return {
         f["client_id"]: {
-            k: f[k] for k in ("client_request_ms", "client_queue_ms", "wire_ms", "client_share")
+            k: f[k] for k in ("client_request_ms", "client_queue_ms", "wire_ms", "client_wait_ms")
         }
         for f in client_figures(path_rows, th)
     }

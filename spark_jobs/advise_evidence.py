@@ -44,8 +44,9 @@ class Thresholds:
     lookback_s: float = 600.0
     min_buckets: int = 3
     cooldown_s: float = 600.0
-    client_share_high: float = 0.5  # client-bound: the clients' share of a produce request's
-    client_pool_idle: float = 0.5  # end-to-end time at least this, every pool this idle
+    client_wait_to_queue: float = 2.0  # client-bound: a producer's requests wait (its queue
+    client_wait_min_ms: float = 1.0  # and the wire) this many times the broker's queue time,
+    client_pool_idle: float = 0.5  # at least this long, while every pool is this idle
 
 
 @dataclass

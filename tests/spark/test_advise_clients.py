@@ -63,6 +63,7 @@ def test_clients_time_dominating_with_idle_pools_is_client_bound_and_changes_no_
     assert "linger.ms" in f["text"] and "batcher" in f["text"]
     ev = f["evidence"]
     assert ev["client_queue_ms"] == 30.0 and ev["broker_total_ms"] == 3.0
+    assert ev["client_wait_ms"] == 30.0 + 9.0 and ev["broker_queue_ms"] == 0.75
     assert ev["client_share"] == round((42.0 - 3.0) / 42.0, 3)
     assert ev["buckets"] == 10
 
@@ -77,6 +78,15 @@ def test_a_busy_io_pool_is_raised_as_before_with_the_clients_latency_as_evidence
     assert rec["setting"] == "num.io.threads" and rec["action"] == "raise"
     assert rec["evidence"]["clients"]["sync"]["client_request_ms"] == 45.0
     assert doc["clients"]["status"] == "broker-side" and doc["clients"]["findings"] == []
+
+
+def test_a_wait_not_above_the_brokers_queue_time_is_not_client_bound(tmp_path: Path) -> None:
+    write_tables(tmp_path, tables([(4, 0.7)] * 10, [0.5] * 10))
+    # waits 1.5 ms on the client's side, the broker's queue 1.0 ms: under 2x
+    write_path(tmp_path, path_rows("near", queue=0.5, request=5.0, broker=4.0))
+    doc = advise.run(tmp_path, TH, now=T0 + dt.timedelta(hours=1))
+    assert doc["clients"]["status"] == "broker-side" and doc["clients"]["findings"] == []
+    assert doc["clients"]["clients"][0]["client_wait_ms"] == 1.5
 
 
 def test_clients_time_dominating_is_not_client_bound_while_a_pool_is_busy(
