@@ -8,7 +8,8 @@ and broker Produce times; its requests' wait on the client's side, ``client_wait
 record queue time + wire time (librdkafka's queue time is its output buffer's; the wire
 holds the wait for the broker to read a request pipelined behind another on the
 connection); and, when that wait is at least ``client_wait_to_queue`` times the broker's
-queue time and ``client_wait_min_ms`` while the broker's pools are idle, a
+queue time and ``client_wait_min_ms`` while no pool is busy enough to raise (each idle
+at least ``io_idle_low`` or ``net_idle_low``, and no raise recommended), a
 ``client-bound`` finding naming the producer settings that help) and ``client_evidence``
 (the clients' figures added to an io raise as evidence). A client-bound finding is advice
 for the clients' operators: it changes no pool and is never applied.
@@ -94,12 +95,13 @@ def client_findings(
     figures = client_figures(path_rows, th)
     if not figures:
         return {"status": "no-telemetry", "text": NO_TELEMETRY, "clients": [], "findings": []}
-    idle = [
-        float(p["idle_ratio_mean"])
+    idle = {
+        str(p["pool"]): float(p["idle_ratio_mean"])
         for p in pools
         if p["pool"] != "loop" and p.get("idle_ratio_mean") is not None
-    ]
-    pools_idle = bool(idle) and not raised and min(idle) >= th.client_pool_idle
+    }
+    low = {k: th.io_idle_low if k == "io" else th.net_idle_low for k in idle}
+    pools_idle = bool(idle) and not raised and all(v >= low[k] for k, v in idle.items())
     findings = []
     for f in figures:
         wait, queue = f["client_wait_ms"], f["broker_queue_ms"]
@@ -116,12 +118,12 @@ def client_findings(
                     f"client-bound: {f['client_id']}'s produce requests waited {wait} ms on "
                     f"the client's side (its queue {f['client_queue_ms']} ms, the wire "
                     f"{f['wire_ms']} ms) against {queue} ms in the broker's queue (of "
-                    f"{f['broker_total_ms']} ms there), whose pools were idle (least idle "
-                    f"ratio {min(idle):.0%}): more broker threads would not help. "
+                    f"{f['broker_total_ms']} ms there), whose pools were not busy (io idle "
+                    f"{idle.get('io', 0):.0%}): more broker threads would not help. "
                     "Tune the producers: linger.ms and batch.size (fewer, larger requests), "
                     "max.in.flight.requests.per.connection, or more partitions per producer"
                 ),
-                "evidence": {**f, "pools_idle_ratio_min": _r(min(idle))},
+                "evidence": {**f, "pools_idle_ratio_mean": {k: _r(v) for k, v in idle.items()}},
                 "status": "advice",
                 "note": "for the clients' operators: no pool is changed",
             }

@@ -46,7 +46,7 @@ class Thresholds:
     cooldown_s: float = 600.0
     client_wait_to_queue: float = 2.0  # client-bound: a producer's requests wait (its queue
     client_wait_min_ms: float = 1.0  # and the wire) this many times the broker's queue time,
-    client_pool_idle: float = 0.5  # at least this long, while every pool is this idle
+    # at least this long, while no pool is busy enough to raise (io_idle_low, net_idle_low)
 
 
 @dataclass

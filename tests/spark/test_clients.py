@@ -3,7 +3,10 @@ broker with a subscription for every metric at 500 ms, a batching confluent-kafk
 (``linger.ms=50``) and a consumer pushing by default; the scraper reads ``/v1/metrics``
 and ``/v1/client-metrics`` once a second for a few seconds; the trends job (local Spark,
 2 s buckets) writes the ``clients`` and ``produce_path`` tables, checked for the clients'
-rows and figures consistent with what was done."""
+rows and figures consistent with what was done. Then the issue's batching workload: four
+producers with ``linger.ms=50`` on a slow-disk broker (2 ms a storage operation) with one
+io thread, scraped for 12 s: the advisor finds them client-bound, names ``linger.ms`` and
+``batch.size`` with their figures, and recommends no pool change."""
 
 from __future__ import annotations
 
@@ -19,11 +22,12 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from spark_jobs import trends
+from spark_jobs import advise, trends
 from spark_jobs.scrape import scrape
 
-from ..support.brokers import BrokerThread
+from ..support.brokers import BrokerProcess, BrokerThread
 
 pytestmark = pytest.mark.slow
 
@@ -136,3 +140,92 @@ def test_the_clients_pushes_become_the_clients_and_produce_path_tables(
         assert p["broker_rest_ms"] == pytest.approx(
             p["broker_total_ms"] - p["broker_queue_ms"] - p["broker_local_ms"]
         )
+
+
+BATCHERS, SLOW_SCRAPE_S = 4, 12
+
+
+def batching_load(bootstrap: str, stop: threading.Event) -> list[threading.Thread]:
+    """Producers that send as fast as librdkafka takes records, ``linger.ms=50``."""
+
+    def run(i: int) -> None:
+        p = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "client.id": f"batcher-{i}",
+                "acks": "all",
+                "linger.ms": LINGER_MS,
+            }
+        )
+        deadline = time.monotonic() + SLOW_SCRAPE_S + 30
+        n = 0
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                p.produce("load", b"x" * 100)
+                n += 1
+            except BufferError:  # its queue is full: let it send
+                p.poll(0.01)
+            if n % 100 == 0:
+                p.poll(0)
+        p.flush(30)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(BATCHERS)]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def test_batching_producers_on_a_slow_disk_are_client_bound_and_no_pool_changes(
+    spark: Any, tmp_path: Path
+) -> None:
+    broker = BrokerProcess(
+        tmp_path / "data",
+        [
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "admin.listeners=http://127.0.0.1:0",
+            f"log.dirs={tmp_path / 'data'}",
+            "num.io.threads=1",
+            "num.network.threads=2",
+            "log.flush.interval.messages=1",
+            "metrics.window.seconds=2",
+        ],
+        storage_delay_ms=2,
+    ).start()
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    scraped, out = tmp_path / "scraped", tmp_path / "trends"
+    try:
+        assert broker.admin_url is not None
+        sub = {"metrics": "org.apache.kafka.producer.", "interval.ms": 1000}
+        r = httpx.put(f"{broker.admin_url}/v1/client-metrics/subscriptions/producers", json=sub)
+        assert r.status_code == 200, r.text
+        kafka_admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        kafka_admin.create_topics([NewTopic("load", 8, 1)])["load"].result(10)
+        del kafka_admin  # its handle ends here, not reconnecting once the broker is gone
+        threads = batching_load(broker.bootstrap, stop)
+        stats = scrape(
+            [broker.admin_url], scraped, interval=1.0, duration=SLOW_SCRAPE_S, log=io.StringIO()
+        )
+        assert stats[0].snapshots >= SLOW_SCRAPE_S - 2
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+        broker.terminate()
+    trends.run(spark, str(scraped), str(out), bucket_s=BUCKET_S, trend_window_s=10)
+    doc = advise.run(out, advise.Thresholds(lookback_s=60, min_buckets=3))
+
+    assert [r for r in doc["recommendations"] if r["status"] == "recommended"] == []
+    io_pool = next(p for p in doc["pools"] if p["pool"] == "io")
+    assert io_pool["size"] == 1 and io_pool["idle_ratio_mean"] >= 0.2, doc["pools"]
+    c = doc["clients"]
+    assert c["status"] == "client-bound", json.dumps(c, indent=1)
+    assert {f["client_id"] for f in c["clients"]} == {f"batcher-{i}" for i in range(BATCHERS)}
+    assert c["findings"]
+    for f in c["findings"]:
+        assert f["client_id"].startswith("batcher-")
+        assert "linger.ms" in f["settings"] and "batch.size" in f["settings"]
+        ev = f["evidence"]
+        assert ev["client_wait_ms"] >= 2 * ev["broker_queue_ms"]
+        assert ev["broker_total_ms"] > 0 and ev["client_request_ms"] > ev["broker_total_ms"]
+        assert f["client_id"] in f["text"] and "linger.ms" in f["text"]
