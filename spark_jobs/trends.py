@@ -27,7 +27,8 @@ same broker; the four tables under ``--out``, each partitioned by ``date`` (UTC)
 
 and ``dashboard.json`` (the charts of the last ``--dashboard-hours``, and the cluster view:
 the brokers by load and the hottest partitions over the last ``--trend-window-seconds``, from
-``spark_jobs.dashboard_cluster``) and ``_report.json``
+``spark_jobs.dashboard_cluster``; the clients panel, from ``spark_jobs.dashboard_clients``)
+and ``_report.json``
 (what was read: lines, snapshots, duplicates, corrupt lines, markers, brokers). A run
 recomputes every date it has input for and leaves other dates alone. Buckets are one minute
 unless ``--bucket-seconds`` says otherwise (the tests use seconds to see trends quickly).
@@ -53,6 +54,7 @@ from pyspark.sql.utils import AnalysisException
 from spark_jobs.aggregate import aggregate, bucket_rows, split
 from spark_jobs.client_tables import clients_table, produce_path, read_pushes
 from spark_jobs.cluster_tables import cluster_tables
+from spark_jobs.dashboard_clients import build_clients
 from spark_jobs.dashboard_cluster import build_cluster
 from spark_jobs.dashboard_data import build_dashboard
 from spark_jobs.durable import write_json_atomic
@@ -357,6 +359,20 @@ def _dashboard(
         input_report=report["input"],
     )
     doc["cluster"] = build_cluster(recent["brokers"], recent["partitions"], window_s=trend_window_s)
+    client_rows: dict[str, list[dict[str, Any]]] = {}
+    for name in ("clients", "produce_path"):  # the clients panel: the last trend window
+        try:
+            df = spark.read.parquet(f"{out}/{name}").filter(F.col("bucket_s") == bucket_s)
+            last = df.agg(F.max("time")).first()
+            if last is not None and last[0] is not None:
+                cut = F.lit(last[0]) - F.expr(f"INTERVAL {trend_window_s} SECONDS")
+                df = df.filter(F.col("time") > cut)
+            client_rows[name] = [r.asDict() for r in df.collect()]
+        except AnalysisException:
+            client_rows[name] = []
+    doc["clients"] = build_clients(
+        client_rows["clients"], client_rows["produce_path"], window_s=trend_window_s
+    )
     return doc
 
 

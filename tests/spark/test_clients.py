@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from spark_jobs import advise, trends
 from spark_jobs.scrape import scrape
+from tests.support.browser import load as load_page
 
 from ..support.brokers import BrokerProcess, BrokerThread
 
@@ -129,6 +130,22 @@ def test_the_clients_pushes_become_the_clients_and_produce_path_tables(
     fetch = [c["fetch_latency_avg_ms"] for c in consumer if c["fetch_latency_avg_ms"]]
     assert fetch and all(0 < x < 5000 for x in fetch), fetch
     assert all(c["kind"] == "consumer" and c["produce_latency_avg_ms"] is None for c in consumer)
+
+    # the dashboard's clients panel: dashboard.json, and the page a real browser draws
+    panel = json.loads((out / "dashboard.json").read_text())["clients"]
+    listed = {c["client_id"]: c for c in panel["clients"]}
+    assert {"app-p", "app-c"} <= set(listed)
+    assert listed["app-p"]["produce_latency_ms"] > 0 and listed["app-p"]["broker_total_ms"]
+    assert panel["clients"][0]["client_id"] == "app-p"  # producers first, by produce latency
+    page = BrokerThread(
+        tmp_path / "page", {"admin.listeners": "http://127.0.0.1:0", "dashboard.data.dir": str(out)}
+    ).start()
+    try:
+        dom = load_page(page.admin_url + "/dashboard")
+    finally:
+        page.stop()
+    assert 'id="clients-table"' in dom and 'data-client="app-p"' in dom, dom[-3000:]
+    assert 'data-client="app-c"' in dom and "librdkafka 2.16 pushes neither" in dom
 
     path = rows(out / "produce_path")
     assert {p["client_id"] for p in path} == {"app-p"}
