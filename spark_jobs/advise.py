@@ -36,7 +36,11 @@ for an operator) names the setting, the current and recommended value, the evide
 through the admin API (``PUT /v1/pools/io``, ``PUT /v1/pools/network/<listener>``), only if
 the live size is still the one the advice started from, and appends what it did to
 ``TRENDS/advisor/actions.jsonl``. For changes applied earlier it reports their effect:
-queue time and idle ratio before and after.
+queue time and idle ratio before and after. The clients' side (``advise_clients``, from
+the ``produce_path`` table when clients push KIP-714 telemetry): a ``client-bound``
+finding when the producers' own time dominates while the pools idle (advice naming
+``linger.ms``, ``batch.size``, ...: never applied), the clients' latency as evidence of an
+io raise, and a line saying so when no client pushed anything.
 Must not: import Spark or the broker.
 """
 
@@ -56,6 +60,7 @@ from typing import Any
 if __package__ in (None, ""):  # python spark_jobs/advise.py: find the package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from spark_jobs.advise_clients import client_evidence, client_findings
 from spark_jobs.advise_evidence import (
     ADVICE_SCHEMA,
     IO,
@@ -357,6 +362,13 @@ def run(
         assessed += j.assessed
         verdicts += j.verdicts
     recs = hold_for_cooldown(recs, state, now, th.cooldown_s, verdicts)
+    path_rows = read_table(trends_dir / "produce_path")
+    raised = any(r.action == "raise" for r in recs)
+    clients = client_findings(path_rows, assessed, raised, th)
+    if path_rows:
+        for r in recs:
+            if r.setting == IO and r.action == "raise":
+                r.evidence["clients"] = client_evidence(path_rows, th)
     if do_apply:
         recs = apply(recs, admins, token, state, trends_dir / "advisor" / "actions.jsonl", now)
     doc = {
@@ -367,6 +379,7 @@ def run(
         "recommendations": [asdict(r) for r in recs],
         "pools": assessed,
         "effects": effects(tables, state),
+        "clients": clients,
     }
     write_json_atomic(trends_dir / "recommendations.json", doc)
     return doc
@@ -438,6 +451,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['current']} -> {r['recommended']}: {r['reason']} "
             f"[{ev.get('from')} .. {ev.get('to')}]" + (f" ({r['note']})" if r["note"] else "")
         )
+    c = doc["clients"]
+    if c["status"] == "no-telemetry":
+        print(f"advise: {c['text']}")
+    for f in c["findings"]:
+        print(f"[{f['finding']}] {f['text']}")
     for e in doc["effects"]:
         b, a = e["before"], e["after"]
         print(

@@ -44,6 +44,9 @@ class Thresholds:
     lookback_s: float = 600.0
     min_buckets: int = 3
     cooldown_s: float = 600.0
+    client_wait_to_queue: float = 2.0  # client-bound: a producer's requests wait (its queue
+    client_wait_min_ms: float = 1.0  # and the wire) this many times the broker's queue time,
+    # at least this long, while no pool is busy enough to raise (io_idle_low, net_idle_low)
 
 
 @dataclass

@@ -2,11 +2,12 @@
 
 Owns: ``fetch_snapshot`` (returns the snapshot and its compact one-line JSON, or raises
 ``FetchError`` saying why: unreachable, an HTTP error, not JSON, not a snapshot),
-``fetch_cluster`` (``GET /v1/cluster``: every live broker's id and admin API URL, None
-where the broker names none), ``token_from_env`` (``TRIO_BROKER_ADMIN_TOKEN``) and
-``is_restart``. Used by the scraper
-and by the streaming data source, which Spark ships to its Python workers by value: so it
-imports the standard library only.
+``fetch_client_metrics`` (``GET /v1/client-metrics``: the clients' KIP-714 telemetry, or
+None from a broker without it, a 404), ``fetch_cluster`` (``GET /v1/cluster``: every live
+broker's id and admin API URL, None where the broker names none), ``token_from_env``
+(``TRIO_BROKER_ADMIN_TOKEN``) and ``is_restart``. Used by the scraper and by the
+streaming data source, which Spark ships to its Python workers by value: so it imports the
+standard library only.
 Must not: retry or sleep (the callers decide how to back off).
 """
 
@@ -19,6 +20,7 @@ import urllib.request
 from typing import Any
 
 SCHEMA_ID = "trio-broker.metrics/1"
+CLIENTS_SCHEMA_ID = "trio-broker.client-metrics/1"  # the scraper's line, not the broker's
 TOKEN_ENV = "TRIO_BROKER_ADMIN_TOKEN"
 REQUIRED = ("broker_id", "seq", "ts", "uptime_s")
 
@@ -69,6 +71,24 @@ def fetch_cluster(
             admin_url = b.get("admin")
             out[b["id"]] = admin_url if isinstance(admin_url, str) and admin_url else None
     return out
+
+
+def fetch_client_metrics(
+    admin: str, *, token: str | None = None, timeout: float = 10.0
+) -> list[dict[str, Any]] | None:
+    """The client instances the broker at ``admin`` keeps, with their latest pushed metrics
+    (``GET /v1/client-metrics``); None if the broker has no such route (HTTP 404)."""
+    url = admin.rstrip("/") + "/v1/client-metrics"
+    try:
+        doc = _get_json(url, token, timeout)
+    except FetchError as exc:
+        if str(exc).startswith("HTTP 404 "):
+            return None
+        raise
+    clients = doc.get("clients") if isinstance(doc, dict) else None
+    if not isinstance(clients, list) or not all(isinstance(c, dict) for c in clients):
+        raise FetchError(f"{url}: not a client-metrics answer (no clients list)")
+    return clients
 
 
 def fetch_snapshot(

@@ -21,6 +21,13 @@ the snapshots:
 - ``{"marker": "restart", ...}`` when a snapshot's ``uptime_s`` is below the previous
   one's (the broker restarted; its counters started again from zero).
 
+After each snapshot it also reads the broker's ``GET /v1/client-metrics`` (KIP-714 client
+telemetry) and appends ``{"schema": "trio-broker.client-metrics/1", "broker_id", "ts"
+(the snapshot's), "clients": [...as the broker sent them]}`` to
+``DIR/broker=<id>/date=YYYY-MM-DD/hour=HH.clients.ndjson`` (another extension, so readers of
+``*.jsonl`` never see it). A broker without the route (a 404) is asked no more; any other
+failure is logged and costs that one poll's client line, never the snapshot.
+
 Failures are retried with exponential backoff (from ``--interval``/4 up to
 ``--max-backoff``), so a broker that restarts or is briefly away costs a gap, never the
 scraper. "Never loses a fetched snapshot": each line is appended with one write and
@@ -53,7 +60,15 @@ if __package__ in (None, ""):  # python spark_jobs/scrape.py: find the package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spark_jobs.durable import AppendLog
-from spark_jobs.fetch import FetchError, fetch_cluster, fetch_snapshot, is_restart, token_from_env
+from spark_jobs.fetch import (
+    CLIENTS_SCHEMA_ID,
+    FetchError,
+    fetch_client_metrics,
+    fetch_cluster,
+    fetch_snapshot,
+    is_restart,
+    token_from_env,
+)
 
 
 def iso_now() -> str:
@@ -68,15 +83,16 @@ def _utc(ts: str) -> dt.datetime:
 class HourlyFiles:
     """The hourly JSON Lines files under ``out``; thread-safe."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, suffix: str = ".jsonl") -> None:
         self.out = out
+        self.suffix = suffix
         self._lock = threading.Lock()
         self._open: dict[int, AppendLog] = {}  # one open file per broker: its current hour
         self.sealed: list[Path] = []
 
     def path_for(self, broker_id: int, ts: str) -> Path:
         t = _utc(ts)
-        return self.out / f"broker={broker_id}" / f"date={t:%Y-%m-%d}" / f"hour={t:%H}.jsonl"
+        return self.out / f"broker={broker_id}" / f"date={t:%Y-%m-%d}" / f"hour={t:%H}{self.suffix}"
 
     def append(self, broker_id: int, ts: str, line: bytes) -> Path:
         path = self.path_for(broker_id, ts)
@@ -153,9 +169,12 @@ class Poller:
         max_backoff: float,
         log: TextIO,
         broker_id: int | None = None,
+        client_files: HourlyFiles | None = None,
     ) -> None:
         self.url = url
         self.files = files
+        self.client_files = client_files  # None: client telemetry not read
+        self.client_errors = 0
         self.token = token
         self.interval = interval
         self.count = count
@@ -203,6 +222,7 @@ class Poller:
                 next_at = time.monotonic() + self._failed(str(exc))
                 continue
             self._store(snapshot, line)
+            self._store_clients(snapshot)
             next_at += self.interval
             now = time.monotonic()
             if next_at < now:  # fell behind (a slow answer): skip the missed ticks
@@ -211,6 +231,29 @@ class Poller:
             self._write_gap(self._last_ts, open_=True)
         self.done = True
         return self.stats
+
+    def _store_clients(self, snapshot: dict[str, Any]) -> None:
+        """The broker's client telemetry, beside the snapshot just stored."""
+        if self.client_files is None:
+            return
+        try:
+            clients = fetch_client_metrics(self.url, token=self.token, timeout=self.timeout)
+        except FetchError as exc:
+            self.client_errors += 1
+            print(f"scrape: {self.url}: client metrics: {exc}", file=self.log)
+            return
+        if clients is None:
+            print(f"scrape: {self.url}: no /v1/client-metrics (an older broker)", file=self.log)
+            self.client_files = None
+            return
+        doc = {
+            "schema": CLIENTS_SCHEMA_ID,
+            "broker_id": snapshot["broker_id"],
+            "ts": snapshot["ts"],
+            "clients": clients,
+        }
+        line = json.dumps(doc, separators=(",", ":")).encode()
+        self.client_files.append(int(snapshot["broker_id"]), str(snapshot["ts"]), line)
 
     def _failed(self, error: str) -> float:
         """Note a failure; return the backoff before the next attempt."""
@@ -291,12 +334,14 @@ def scrape(
     log: TextIO = sys.stderr,
     cluster: bool = False,
     discover_interval: float = 10.0,
+    clients: bool = True,
 ) -> list[SourceStats]:
     """Poll every broker in ``admins`` (with ``cluster``: every broker of their cluster, as
     it changes) concurrently; return what each one gave."""
     stop = stop or Stop()
     deadline = None if duration is None else time.monotonic() + duration
     files = HourlyFiles(out)
+    client_files = HourlyFiles(out, ".clients.ndjson") if clients else None
     pollers: list[Poller] = []
     threads: list[threading.Thread] = []
 
@@ -313,6 +358,7 @@ def scrape(
             max_backoff=max_backoff,
             log=log,
             broker_id=broker_id,
+            client_files=client_files,
         )
         t = threading.Thread(target=p.run, name=f"scrape {url}")
         pollers.append(p)
@@ -333,7 +379,9 @@ def scrape(
         for t in threads:
             t.join()
         files.close()
-    for path in files.sealed:
+        if client_files is not None:
+            client_files.close()
+    for path in files.sealed + (client_files.sealed if client_files else []):
         print(f"scrape: {path}: sealed a torn last line left by a crash", file=log)
     return [p.stats for p in pollers]
 
@@ -419,6 +467,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--interval", type=float, default=5.0, help="seconds between snapshots")
     p.add_argument("--count", type=int, help="stop after this many snapshots per broker")
     p.add_argument("--duration", type=float, help="stop after this many seconds")
+    p.add_argument(
+        "--no-client-metrics",
+        action="store_true",
+        help="do not read the brokers' GET /v1/client-metrics (KIP-714 client telemetry)",
+    )
     p.add_argument("--timeout", type=float, default=5.0, help="HTTP timeout in seconds")
     p.add_argument(
         "--max-backoff", type=float, default=30.0, help="longest wait between retries (s)"
@@ -456,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         stop=stop,
         cluster=args.cluster,
         discover_interval=args.discover_interval,
+        clients=not args.no_client_metrics,
     )
     for s in stats:
         print(

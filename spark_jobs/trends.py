@@ -21,10 +21,14 @@ same broker; the four tables under ``--out``, each partitioned by ``date`` (UTC)
   its load (event loop, io and network idle, queue time, bytes and messages per second,
   replication, leaders, replicas, disk), and per bucket, broker and partition replica, the
   replica's rates, log and lag: what the balance job reads;
+- ``clients`` and ``produce_path`` (``spark_jobs.client_tables``), when the scraper kept
+  client telemetry (``*.clients.ndjson``): per bucket and client id, its pushed latencies,
+  queue time and sizes, and a produce request's time end to end, client to broker;
 
 and ``dashboard.json`` (the charts of the last ``--dashboard-hours``, and the cluster view:
 the brokers by load and the hottest partitions over the last ``--trend-window-seconds``, from
-``spark_jobs.dashboard_cluster``) and ``_report.json``
+``spark_jobs.dashboard_cluster``; the clients panel, from ``spark_jobs.dashboard_clients``)
+and ``_report.json``
 (what was read: lines, snapshots, duplicates, corrupt lines, markers, brokers). A run
 recomputes every date it has input for and leaves other dates alone. Buckets are one minute
 unless ``--bucket-seconds`` says otherwise (the tests use seconds to see trends quickly).
@@ -48,7 +52,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 from spark_jobs.aggregate import aggregate, bucket_rows, split
+from spark_jobs.client_tables import clients_table, produce_path, read_pushes
 from spark_jobs.cluster_tables import cluster_tables
+from spark_jobs.dashboard_clients import build_clients
 from spark_jobs.dashboard_cluster import build_cluster
 from spark_jobs.dashboard_data import build_dashboard
 from spark_jobs.durable import write_json_atomic
@@ -257,6 +263,7 @@ def run(
             report["tables"]["trends"] = spark.read.parquet(f"{out}/trends").count()
     lines.unpersist()
     snapshots.unpersist()
+    report["clients"] = _client_tables(spark, in_dir, out, bucket_s)
 
     generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     report["generated_at"] = generated
@@ -272,6 +279,36 @@ def run(
     if local_out is not None:
         write_json_atomic(local_out / "_report.json", report)
     return report
+
+
+def _client_tables(spark: SparkSession, in_dir: str, out: str, bucket_s: int) -> dict[str, Any]:
+    """The ``clients`` and ``produce_path`` tables, when the input holds client telemetry."""
+    pushes = read_pushes(spark, in_dir)
+    if pushes is None:
+        return {"pushes": 0}
+    pushes = pushes.persist()
+    seen = pushes.count()
+    summary: dict[str, Any] = {"pushes": seen}
+    if seen:
+        clients = clients_table(pushes, bucket_s)
+        clients.repartition("date").write.mode("overwrite").partitionBy("date").parquet(
+            f"{out}/clients"
+        )
+        clients = spark.read.parquet(f"{out}/clients").filter(F.col("bucket_s") == bucket_s)
+        summary["client_ids"] = sorted(
+            r[0] for r in clients.select("client_id").distinct().collect()
+        )
+        try:
+            requests = spark.read.parquet(f"{out}/requests")
+        except AnalysisException:
+            requests = None
+        if requests is not None:
+            path = produce_path(clients, requests.filter(F.col("bucket_s") == bucket_s))
+            path.repartition("date").write.mode("overwrite").partitionBy("date").parquet(
+                f"{out}/produce_path"
+            )
+    pushes.unpersist()
+    return summary
 
 
 def _dashboard(
@@ -322,6 +359,20 @@ def _dashboard(
         input_report=report["input"],
     )
     doc["cluster"] = build_cluster(recent["brokers"], recent["partitions"], window_s=trend_window_s)
+    client_rows: dict[str, list[dict[str, Any]]] = {}
+    for name in ("clients", "produce_path"):  # the clients panel: the last trend window
+        try:
+            df = spark.read.parquet(f"{out}/{name}").filter(F.col("bucket_s") == bucket_s)
+            last = df.agg(F.max("time")).first()
+            if last is not None and last[0] is not None:
+                cut = F.lit(last[0]) - F.expr(f"INTERVAL {trend_window_s} SECONDS")
+                df = df.filter(F.col("time") > cut)
+            client_rows[name] = [r.asDict() for r in df.collect()]
+        except AnalysisException:
+            client_rows[name] = []
+    doc["clients"] = build_clients(
+        client_rows["clients"], client_rows["produce_path"], window_s=trend_window_s
+    )
     return doc
 
 

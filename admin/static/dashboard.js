@@ -441,12 +441,39 @@ function renderAdvice(advice) {
   }
 }
 
+/* The clients panel: the top clients by produce latency, their time split against the
+   broker's (client queue, wire, broker queue, broker total), in ms. */
+function renderClients(c) {
+  const view = document.getElementById("clients-view");
+  view.replaceChildren();
+  if (!c || !c.clients || !c.clients.length) {
+    view.append(el("p", {}, "No client pushed telemetry (a CLIENT_METRICS subscription makes them push)."));
+    return;
+  }
+  const head = ["client id", "kind", "software", "pushes", "produce latency", "client queue", "wire",
+    "broker queue", "broker total", "fetch latency", "commit latency"];
+  const body = el("tbody", {});
+  for (const x of c.clients) {
+    body.append(el("tr", { "data-client": x.client_id }, el("td", { class: "text" }, x.client_id),
+      el("td", { class: "text" }, x.kind), el("td", { class: "text" }, x.software || "-"), el("td", {}, x.pushes),
+      el("td", {}, fmt(x.produce_latency_ms, 3)), el("td", {}, fmt(x.record_queue_ms, 3)),
+      el("td", {}, fmt(x.wire_ms, 3)), el("td", {}, fmt(x.broker_queue_ms, 3)),
+      el("td", {}, fmt(x.broker_total_ms, 3)), el("td", {}, fmt(x.fetch_latency_ms, 3)),
+      el("td", {}, fmt(x.commit_latency_ms, 3))));
+  }
+  const table = el("table", { id: "clients-table" },
+    el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))), body);
+  view.append(el("div", { class: "table-box" }, table),
+    el("p", {}, "ms, means over the last " + c.window_s + " s; " + c.not_pushed + "."));
+}
+
 async function pollTrends() {
   try {
     const d = await api("/v1/dashboard");
     renderTrends(d.trends);
     renderAdvice(d.recommendations);
     renderCluster(d.trends ? d.trends.cluster : null, d.balance);
+    renderClients(d.trends ? d.trends.clients : null);
     if (d.problems && d.problems.length) setStatus(d.problems.join("; "));
     markReady("trends");
   } catch (e) {

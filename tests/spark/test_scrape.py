@@ -30,7 +30,8 @@ DROP = "drop"  # close the connection without an answer
 
 
 class Stub:
-    """Answers GET /v1/metrics from a script: a snapshot, an HTTP status, or DROP."""
+    """Answers GET /v1/metrics from a script: a snapshot, an HTTP status, or DROP; any
+    other path is a 404 (a broker from before ``/v1/client-metrics``)."""
 
     def __init__(self, script: list[Any]) -> None:
         self.script = list(script)
@@ -43,6 +44,11 @@ class Stub:
                 pass
 
             def do_GET(self) -> None:
+                if self.path != "/v1/metrics":
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 with stub.lock:
                     stub.auth.append(self.headers.get("Authorization"))
                     step = stub.script.pop(0) if stub.script else 503
@@ -86,9 +92,13 @@ def lines(out: Path) -> dict[str, list[dict[str, Any]]]:
 def test_snapshots_go_to_hourly_files_by_their_own_time(tmp_path: Path) -> None:
     b = FakeBroker()  # 23:50 UTC on 2025-03-01: the steps cross the hour and the date
     snaps = [b.tick(step, requests={"Produce": 1}) for step in (300, 1800, 1800, 1800)]
+    log = io.StringIO()
     with Stub(snaps) as stub:
-        stats = scrape([stub.url], tmp_path, interval=0.01, count=4, timeout=2)
+        stats = scrape([stub.url], tmp_path, interval=0.01, count=4, timeout=2, log=log)
     assert [s.snapshots for s in stats] == [4]
+    # a broker without /v1/client-metrics: said once, asked no more, no client file
+    assert log.getvalue().count("no /v1/client-metrics (an older broker)") == 1
+    assert list(tmp_path.rglob("*.clients.ndjson")) == []
     assert lines(tmp_path) == {
         "broker=0/date=2025-03-01/hour=23.jsonl": [snaps[0]],
         "broker=0/date=2025-03-02/hour=00.jsonl": [snaps[1], snaps[2]],
