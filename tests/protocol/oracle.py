@@ -281,13 +281,17 @@ def kafka_python_class(cls: type[Message]) -> Any:
     for sub in _all_subclasses(ApiMessage):
         if sub.__name__ == cls.__name__ and getattr(sub, "_class_version", None) is None:
             return sub
-    if (KAFKA3_RESOURCES / f"{cls.__name__}.json").exists():
-        # kafka-python builds its message classes from JSON at class creation; for the
-        # Kafka 3 controller APIs we hand it Kafka 3.9's JSON, so its codec (not ours) is
-        # still the second implementation.
-        return types.new_class(
-            cls.__name__, (ApiMessage,), {"load_json": kafka3_schemas}, lambda ns: None
-        )
+    # kafka-python builds its message classes from JSON at class creation; for the APIs it
+    # has no class of (the Kafka 3 controller APIs, KIP-714's telemetry APIs) we hand it
+    # the JSON kept here, so its codec (not ours) is still the second implementation.
+    for folder, package in (
+        (KAFKA4_RESOURCES, kafka4_3_schemas),
+        (KAFKA3_RESOURCES, kafka3_schemas),
+    ):
+        if (folder / f"{cls.__name__}.json").exists():
+            return types.new_class(
+                cls.__name__, (ApiMessage,), {"load_json": package}, lambda ns: None
+            )
     raise LookupError(cls.__name__)
 
 
