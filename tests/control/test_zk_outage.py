@@ -165,8 +165,9 @@ def test_an_admin_request_that_meets_an_expired_session_gets_a_retriable_error(
     ZooKeeper is away meets the broker's expired session when ZooKeeper returns (paused
     longer than the session timeout, ZooKeeper expires every session as it wakes). It was
     answered UNKNOWN_SERVER_ERROR, a broker failure with a traceback in its log; it is
-    answered REQUEST_TIMED_OUT, retriable, with a message that says why. A ZooKeeper of the
-    test's own, since it is paused."""
+    answered REQUEST_TIMED_OUT, retriable, with a message that says why (since the broker
+    waits for ZooKeeper at most one session timeout, that wait may end first: the same
+    answer). A ZooKeeper of the test's own, since it is paused."""
     zookeeper = ZooKeeperServer(tmp_path / "zk").start()
     try:
         brokers = start(tmp_path, zookeeper.connect, [0])
@@ -186,6 +187,54 @@ def test_an_admin_request_that_meets_an_expired_session_gets_a_retriable_error(
             err = info.value.args[0]
             assert err.code() == KafkaError.REQUEST_TIMED_OUT, err
             assert "ZooKeeper cannot be reached" in err.str(), err
+        finally:
+            stop_all(brokers)
+    finally:
+        zookeeper.stop()
+
+
+def test_a_request_waiting_for_zookeeper_is_answered_while_it_is_away_and_sigterm_stops(
+    tmp_path: Path,
+) -> None:
+    """A request that needs ZooKeeper while the broker's connection to it is down waits
+    for an answer at most one session timeout, and a SIGTERM meanwhile stops the broker.
+    Such a request used to wait in kazoo's queue for as long as ZooKeeper stayed away, past
+    its client's timeout, and a SIGTERM waited behind it (found by the nemesis admin
+    workload). A ZooKeeper of the test's own, since it is paused and stays paused."""
+    zookeeper = ZooKeeperServer(tmp_path / "zk").start()
+    assert zookeeper.proc is not None
+    try:
+        brokers = start(tmp_path, zookeeper.connect, [0])
+        broker = brokers[0]
+        try:
+            admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
+            admin.create_topics([NewTopic("before", 1, 1)])["before"].result(30)
+            os.kill(zookeeper.proc.pid, signal.SIGSTOP)
+            try:
+                until(
+                    "the broker has lost its connection to ZooKeeper",
+                    lambda: any("ZooKeeper session suspended" in line for line in broker.log),
+                    timeout=30,
+                )
+                asked = time.monotonic()
+                pending = admin.create_topics([NewTopic("during", 1, 1)], request_timeout=60)
+                with pytest.raises(KafkaException) as info:
+                    pending["during"].result(30)  # a TimeoutError here: no answer while away
+                answered_s = time.monotonic() - asked
+                err = info.value.args[0]
+                assert err.code() == KafkaError.REQUEST_TIMED_OUT, err
+                assert "ZooKeeper cannot be reached" in err.str(), err
+                # The session timeout is 4 s (test_zookeeper_cluster.py); the answer comes
+                # within it and a few seconds of the client's own retries and backoff.
+                assert answered_s < 20, answered_s
+
+                asked = time.monotonic()
+                broker.terminate(timeout=30)  # TimeoutExpired: the broker did not stop
+                print(
+                    f"answered in {answered_s:.1f} s, stopped in {time.monotonic() - asked:.1f} s"
+                )
+            finally:
+                os.kill(zookeeper.proc.pid, signal.SIGCONT)
         finally:
             stop_all(brokers)
     finally:

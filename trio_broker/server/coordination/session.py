@@ -1,9 +1,12 @@
 """A ZooKeeper session on kazoo that never blocks the broker's event loop.
 
 Owns: ``ZkSession``: it opens the session (``zookeeper.connect``, optional chroot
-included, ``zookeeper.session.timeout.ms``, ``zookeeper.connection.timeout.ms``), runs
-every ZooKeeper call on a worker thread (kazoo's calls block on the network), and turns
-what kazoo reports on its own threads into Trio on the broker's loop:
+included, ``zookeeper.session.timeout.ms``, ``zookeeper.connection.timeout.ms``), makes
+every ZooKeeper call through kazoo's asynchronous API and waits for its answer on the
+loop, for at most one session timeout (a call queued while ZooKeeper is away would
+otherwise wait for as long as it stays away: a request needing it past its client's
+timeout, a SIGTERM behind it), and turns what kazoo reports on its own threads into Trio
+on the broker's loop:
 
 - the session's state (``CONNECTED``, ``SUSPENDED``: the connection is down but the session
   may come back, ``LOST``: it expired, and every ephemeral node it held is gone), and
@@ -25,7 +28,7 @@ import contextlib
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 from kazoo.client import KazooClient, KazooState
@@ -41,7 +44,6 @@ from ...protocol.errors import Unavailable
 
 log = logging.getLogger("trio_broker.zookeeper")
 
-T = TypeVar("T")
 RECONNECT_MAX_S = 1.0  # as ZooKeeper's own Java client: up to a second between attempts
 
 
@@ -64,6 +66,9 @@ class ZkSession:
     ) -> None:
         self.connect = connect
         self.connection_timeout_s = connection_timeout_ms / 1000
+        # How long a call waits for ZooKeeper's answer. Longer serves nothing: a session
+        # that reaches no server for this long has expired, and the call with it.
+        self.call_timeout_s = session_timeout_ms / 1000
         # Reconnect attempts at most RECONNECT_MAX_S apart (kazoo's default backoff grows
         # to an hour): after a ZooKeeper outage every broker is back within about a
         # second, inside the wait of the first one to become controller.
@@ -146,11 +151,24 @@ class ZkSession:
 
     # ------------------------------------------------------------------ calls
 
-    async def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn`` on a worker thread; ``ZooKeeperUnavailable`` when ZooKeeper cannot be
-        reached (the connection lost, the session expired or closed)."""
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn`` (one of kazoo's ``*_async`` calls, which only queue the request) and its
+        answer, waited for on the loop; ``ZooKeeperUnavailable`` when ZooKeeper cannot be
+        reached (the connection lost, the session expired or closed) or gives no answer
+        within ``call_timeout_s``. The request may still be carried out after that, as
+        after a lost connection: callers treat both alike (they read again and retry)."""
+        answered = trio.Event()
+        result = fn(*args, **kwargs)
+        result.rawlink(lambda _result: self._to_loop(answered.set))
+        with trio.move_on_after(self.call_timeout_s):
+            await answered.wait()
+        if not answered.is_set():
+            raise ZooKeeperUnavailable(
+                f"ZooKeeper cannot be reached (no answer within {self.call_timeout_s:g} s, "
+                "zookeeper.session.timeout.ms): try again"
+            )
         try:
-            return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+            return result.get_nowait()
         except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as exc:
             raise ZooKeeperUnavailable(
                 f"ZooKeeper cannot be reached ({type(exc).__name__}): try again"
@@ -162,7 +180,7 @@ class ZkSession:
         """Create ``path``; False if it exists already."""
         try:
             await self._call(
-                self._client.create, path, data, ephemeral=ephemeral, makepath=makepath
+                self._client.create_async, path, data, ephemeral=ephemeral, makepath=makepath
             )
         except NodeExistsError:
             return False
@@ -172,16 +190,16 @@ class ZkSession:
         """Create a persistent node named ``prefix`` plus ZooKeeper's sequence number
         (parents made as needed); its path."""
         return str(
-            await self._call(self._client.create, prefix, data, sequence=True, makepath=True)
+            await self._call(self._client.create_async, prefix, data, sequence=True, makepath=True)
         )
 
     async def ensure_path(self, path: str) -> None:
-        await self._call(self._client.ensure_path, path)
+        await self._call(self._client.ensure_path_async, path)
 
     async def get(self, path: str) -> tuple[bytes, int] | None:
         """The node's data and version, or None when there is no such node."""
         try:
-            data, stat = await self._call(self._client.get, path)
+            data, stat = await self._call(self._client.get_async, path)
         except NoNodeError:
             return None
         return bytes(data), int(stat.version)
@@ -189,13 +207,13 @@ class ZkSession:
     async def set(self, path: str, data: bytes, version: int) -> int:
         """Replace the data if the node is at ``version`` (``BadVersionError`` if not);
         the new version."""
-        stat = await self._call(self._client.set, path, data, version)
+        stat = await self._call(self._client.set_async, path, data, version)
         return int(stat.version)
 
     async def delete(self, path: str, version: int = -1) -> bool:
         """Delete the node (at ``version``, if given); False if there was none."""
         try:
-            await self._call(self._client.delete, path, version)
+            await self._call(self._client.delete_async, path, version)
         except NoNodeError:
             return False
         return True
@@ -208,17 +226,17 @@ class ZkSession:
     async def owner(self, path: str) -> int | None:
         """The session id owning the ephemeral node at ``path`` (None: none, or not
         ephemeral)."""
-        stat = await self._call(self._client.exists, path)
+        stat = await self._call(self._client.exists_async, path)
         return int(stat.ephemeralOwner) if stat is not None and stat.ephemeralOwner else None
 
     async def created_ms(self, path: str) -> int | None:
         """When the node was created (ZooKeeper's ctime, ms), or None if there is none."""
-        stat = await self._call(self._client.exists, path)
+        stat = await self._call(self._client.exists_async, path)
         return int(stat.ctime) if stat is not None else None
 
     async def children(self, path: str) -> list[str]:
         try:
-            return list(await self._call(self._client.get_children, path))
+            return list(await self._call(self._client.get_children_async, path))
         except NoNodeError:
             return []
 
@@ -226,7 +244,7 @@ class ZkSession:
         """Return once ``path`` is created, changed or deleted after this call began, or
         the session's state changes (a watch does not survive a lost session)."""
         fired, session, watch = self._watch()
-        await self._call(self._client.exists, path, watch=watch)
+        await self._call(self._client.exists_async, path, watch=watch)
         await self._until(fired, session)
 
     async def watch_children(self, path: str) -> tuple[list[str], Callable[[], Awaitable[None]]]:
@@ -234,7 +252,7 @@ class ZkSession:
         the session's state does)."""
         fired, session, watch = self._watch()
         try:
-            kids = list(await self._call(self._client.get_children, path, watch=watch))
+            kids = list(await self._call(self._client.get_children_async, path, watch=watch))
         except NoNodeError:
             kids = []
         return kids, lambda: self._until(fired, session)
@@ -250,11 +268,11 @@ class ZkSession:
         session = self._changed
         try:
             if fired is not None:
-                data, stat = await self._call(self._client.get, path)
+                data, stat = await self._call(self._client.get_async, path)
             else:
                 fired, session, watch = self._watch(path)
                 self._data_watches[path] = fired
-                data, stat = await self._call(self._client.get, path, watch=watch)
+                data, stat = await self._call(self._client.get_async, path, watch=watch)
         except NoNodeError:  # ZooKeeper sets no data watch on a missing node
             self._data_watches.pop(path, None)
             return None, lambda: self._until(trio.Event(), session)
