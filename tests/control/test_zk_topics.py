@@ -25,12 +25,13 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
+from nemesis.replicas import replica_log
 from trio_broker.protocol.messages.configs import DescribeConfigsRequest
 from trio_broker.protocol.messages.metadata import MetadataRequest
 
 from ..support.brokers import BrokerProcess
 from ..support.wire import WireClient
-from .test_replication import bootstrap, consume_all, partition_state, stop_all
+from .test_replication import bootstrap, consume_all, partition_state, produce, stop_all
 from .test_zookeeper_cluster import broker, metadata, until
 
 
@@ -400,3 +401,46 @@ def test_a_topic_deleted_while_a_replica_was_down_is_not_listed_by_it_again(
         assert "t" in listed_by(2) and "gone" not in listed_by(0)
     finally:
         stop_all(brokers)
+
+
+def test_a_topic_created_again_over_a_replica_that_missed_its_deletion_holds_only_new_records(
+    tmp_path: Path, zk: tuple[str, KazooClient]
+) -> None:
+    """Broker 2 is away (SIGSTOP until its session expires) while a topic with a replica on
+    it is deleted, so it keeps that log; back, it is made a replica of a new topic of the
+    same name (a new topic id). The old log must not serve as the new one's: its records
+    would stand at the new partition's offsets on broker 2 (and be served if it led), or
+    its fetches be refused for the old topic id. Kafka's topic ids (KIP-516) tell the two
+    apart; read from every broker's files after they stopped."""
+    connect, client = zk
+    brokers = three_brokers(tmp_path, connect)
+    try:
+        servers = bootstrap(brokers)
+        admin = AdminClient({"bootstrap.servers": servers})
+        admin.create_topics([NewTopic("again", 1, 3)])["again"].result(30)
+        until(
+            "again led", lambda: (partition_state(client, "again", 0) or {}).get("leader", -1) >= 0
+        )
+        old = [b"%d" % (1000 + i) for i in range(50)]
+        assert all(err is None for err, _ in produce(servers, "again", old, acks="all"))
+        until("broker 2 in sync", lambda: 2 in partition_state(client, "again", 0)["isr"])
+        assert brokers[2].proc is not None
+        os.kill(brokers[2].proc.pid, signal.SIGSTOP)
+        try:
+            until("broker 2's session gone", lambda: not client.exists("/brokers/ids/2"))
+            admin.delete_topics(["again"])["again"].result(30)
+            until("again removed", lambda: not client.exists("/brokers/topics/again"))
+        finally:
+            os.kill(brokers[2].proc.pid, signal.SIGCONT)
+        until("broker 2 registered again", lambda: client.exists("/brokers/ids/2"))
+        admin.create_topics([NewTopic("again", 1, 3)])["again"].result(30)
+        new = [b"%d" % i for i in range(10)]
+        assert all(err is None for err, _ in produce(servers, "again", new, acks="all"))
+        until(
+            "broker 2 in sync with the new topic",
+            lambda: sorted((partition_state(client, "again", 0) or {}).get("isr", [])) == [0, 1, 2],
+        )
+    finally:
+        stop_all(brokers)
+    copies = {b: replica_log(tmp_path / f"b{b}", "again", 0) for b in brokers}
+    assert copies == {b: dict(enumerate(range(10))) for b in brokers}, copies

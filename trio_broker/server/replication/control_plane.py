@@ -9,11 +9,14 @@ KAFKA_STORAGE_ERROR, and the others go on); parked fetches of a partition it no 
 are answered at once, and so are Metadata requests parked for the first UpdateMetadata. A
 partition with followers gets its role in replication: as leader, its leader epoch begins at
 the log's end and ``Replication`` tracks the followers; as follower, ``ReplicaFetchers``
-fetches it from its leader.
+fetches it from its leader. A topic held here under another topic id than the one the
+controller names is a former incarnation of that name (deleted while this broker was away,
+then created again): its logs are deleted before the new one's partition is taken.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -23,10 +26,13 @@ import trio
 from ...apis.metadata import DESCRIBED
 from ...apis.services import ClusterMetadata, PartitionAssignment, TopicError, TopicInfo
 from ...protocol.errors import ErrorCode
+from ...protocol.schema import ZERO_UUID
 from ..common import Purgatory
 from .cluster_state import ClusterState
 from .replica_fetcher import ReplicaFetchers
 from .replica_manager import ReplicaManager
+
+log = logging.getLogger("trio_broker.server")
 
 
 class HeldTopics(Protocol):
@@ -95,6 +101,7 @@ class ControlPlane:
             return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(assignments)
         errors: list[int] = []
         for a in assignments:
+            await self._drop_former_incarnation(a)
             error = self.cluster.assign(a)
             if error == ErrorCode.NONE:
                 try:
@@ -142,7 +149,14 @@ class ControlPlane:
         """Apply StopReplica: stop serving, and delete the log when asked."""
         if not self.cluster.check_controller(controller_epoch):
             return [int(ErrorCode.STALE_CONTROLLER_EPOCH)] * len(partitions)
-        errors: list[int] = []
+        await self._stop(partitions)
+        await trio.to_thread.run_sync(self.cluster.save)
+        self._changed()
+        return [int(ErrorCode.NONE)] * len(partitions)
+
+    async def _stop(self, partitions: Sequence[tuple[str, int, bool]]) -> None:
+        """Stop serving each partition, deleting its log when asked; a topic this broker
+        then replicates nothing of leaves its catalog (a deletion)."""
         deleted: set[str] = set()
         for topic, index, delete in partitions:
             self.cluster.stop(topic, index)
@@ -158,16 +172,36 @@ class ControlPlane:
                     self.replica_manager.delete_partition_log, topic, index
                 )
                 deleted.add(topic)
-            errors.append(ErrorCode.NONE)
-        for topic in deleted:  # a topic this broker replicates nothing of goes (deletion)
+        for topic in deleted:
             info = self.topics.held(topic)
             if info is not None and not any(
                 key[0] == topic and state.replicas for key, state in self.cluster.leadership.items()
             ):
                 await self.topics.forget(info)
-        await trio.to_thread.run_sync(self.cluster.save)
-        self._changed()
-        return errors
+
+    async def _drop_former_incarnation(self, a: PartitionAssignment) -> None:
+        """Delete the topic held here under ``a.topic`` if its topic id is not the one the
+        controller names: the controller's StopReplica for a deleted topic goes to its live
+        replicas only, so a broker away then keeps the log, and a topic created again under
+        that name must not take it over (its records would stand at the new partition's
+        offsets, and the old leader epochs refuse the new ones). Kafka tells the two apart
+        by topic id (KIP-516); in ZooKeeper mode it keeps the deletion pending until every
+        replica is back, where this broker deletes on the new topic's first request."""
+        info = self.topics.held(a.topic)
+        if info is None or a.topic_id in (None, ZERO_UUID):
+            return
+        if info.topic_id in (ZERO_UUID, a.topic_id):
+            return
+        log.warning(
+            "topic %s: held as topic id %s, the controller's is %s: a former topic of that "
+            "name, deleted while this broker was away; its logs are deleted",
+            a.topic,
+            info.topic_id,
+            a.topic_id,
+        )
+        await self._stop([(a.topic, p, False) for p in range(len(info.partitions))])
+        self.cluster.forget_topic(a.topic)
+        await self.topics.forget(info)  # its catalog entry and logs
 
     async def update_metadata(self, metadata: ClusterMetadata) -> int:
         if not self.cluster.check_controller(metadata.controller_epoch):
