@@ -18,76 +18,44 @@ requests or the wire (``apis/groups/consumer.py`` translates), nor write records
 
 from __future__ import annotations
 
-import base64
 import logging
-import re
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any
 
 from ....apis.group_services import (
-    Assignment,
     ConsumerGroupDescription,
     ConsumerHeartbeat,
     ConsumerHeartbeatResult,
     ConsumerMemberDescription,
     TopicLookup,
 )
-from ....apis.topic_names import INTERNAL_TOPICS
 from ....protocol.errors import ErrorCode
 from ..timers import Timers
 from .assignors import ASSIGNORS, MemberSpec, assign
+from .checks import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupConfig,
+    HeartbeatError,
+    check_epoch,
+    new_member_id,
+    validate_heartbeat,
+)
 from .model import (
     NO_PARTITIONS,
     ConsumerGroup,
     ConsumerMember,
     GroupState,
     MemberState,
-    Partitions,
     Timings,
     reconcile,
 )
+from .topics import by_topic, partitions_of, subscribed, subscription_metadata
 
 log = logging.getLogger("trio_broker.groups.consumer")
-
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    enabled: bool = True  # "consumer" in group.coordinator.rebalance.protocols
-    heartbeat_interval_ms: int = 5000
-    session_timeout_ms: int = 45000
-    assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
-    max_size: int = 2**31 - 1
-
-    @classmethod
-    def from_broker(cls, config: Any, names: dict[str, str]) -> ConsumerGroupConfig:
-        return cls(
-            enabled="consumer" in config["group.coordinator.rebalance.protocols"],
-            heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
-            session_timeout_ms=config["group.consumer.session.timeout.ms"],
-            assignors=tuple(dict.fromkeys(names[a] for a in config["group.consumer.assignors"])),
-            max_size=config["group.consumer.max.size"],
-        )
-
-
-class HeartbeatError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def new_member_id() -> str:
-    """A member id as Kafka's coordinator makes one for v0 (``Uuid.randomUuid()``:
-    22 characters of URL-safe base64)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 class ConsumerGroups:
@@ -111,61 +79,12 @@ class ConsumerGroups:
 
     def heartbeat(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerHeartbeatResult:
         try:
-            self._validate(p)
+            validate_heartbeat(p, self.config.assignors)
             if p.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave(p)
             return self._heartbeat(p, topics)
         except HeartbeatError as e:
             return ConsumerHeartbeatResult(e.code, e.message)
-
-    def _validate(self, p: ConsumerHeartbeat) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-
-        def invalid(message: str) -> HeartbeatError:
-            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
-
-        if p.group_id == "":
-            raise invalid("GroupId can't be empty.")
-        if p.instance_id == "":
-            raise invalid("InstanceId can't be empty.")
-        if p.rack_id == "":
-            raise invalid("RackId can't be empty.")
-        if p.member_epoch > 0 or p.member_epoch == LEAVE_EPOCH:
-            if p.member_id == "":
-                raise invalid("MemberId can't be empty.")
-        elif p.member_epoch == 0:
-            if p.api_version >= 1 and p.member_id == "":
-                raise invalid("MemberId can't be empty.")
-            if p.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if p.owned is None or any(p.owned.values()):
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not p.subscribed_topic_names and p.subscribed_topic_regex is None:
-                raise invalid(
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
-                )
-        elif p.member_epoch == STATIC_LEAVE_EPOCH:
-            if p.member_id == "":
-                raise invalid("MemberId can't be empty.")
-            if p.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        else:
-            raise invalid("MemberEpoch is invalid.")
-        if p.server_assignor is not None and p.server_assignor not in self.config.assignors:
-            raise HeartbeatError(
-                ErrorCode.UNSUPPORTED_ASSIGNOR,
-                f"ServerAssignor {p.server_assignor} is not supported. Supported assignors: "
-                + ", ".join(self.config.assignors)
-                + ".",
-            )
-        if p.subscribed_topic_regex:
-            try:
-                re.compile(p.subscribed_topic_regex)
-            except re.error as e:
-                raise HeartbeatError(
-                    ErrorCode.INVALID_REGULAR_EXPRESSION,
-                    f"SubscribedTopicRegex {p.subscribed_topic_regex} is invalid: {e}",
-                ) from None
 
     def _group_for(self, p: ConsumerHeartbeat) -> ConsumerGroup:
         group = self.groups.get(p.group_id)
@@ -246,32 +165,8 @@ class ConsumerGroups:
             )
             group.put(restart)
             return restart
-        self._check_epoch(existing, p)
+        check_epoch(existing, p)
         return existing
-
-    @staticmethod
-    def _check_epoch(member: ConsumerMember, p: ConsumerHeartbeat) -> None:
-        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: the previous epoch is taken
-        if the member owns no more than its assignment (the answer that bumped the epoch
-        may have been lost)."""
-        received = p.member_epoch
-        if received > member.member_epoch:
-            raise HeartbeatError(
-                ErrorCode.FENCED_MEMBER_EPOCH,
-                f"The consumer group member has a greater member epoch ({received}) than the "
-                f"one known by the group coordinator ({member.member_epoch}). The member must "
-                "abandon all its partitions and rejoin.",
-            )
-        if received < member.member_epoch:
-            owned = _partitions(p.owned) if p.owned is not None else None
-            subset = owned is not None and owned <= member.assigned
-            if received != member.previous_member_epoch or not subset:
-                raise HeartbeatError(
-                    ErrorCode.FENCED_MEMBER_EPOCH,
-                    f"The consumer group member has a smaller member epoch ({received}) than "
-                    f"the one known by the group coordinator ({member.member_epoch}). The "
-                    "member must abandon all its partitions and rejoin.",
-                )
 
     def _heartbeat(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerHeartbeatResult:
         group = self._group_for(p)
@@ -308,7 +203,7 @@ class ConsumerGroups:
         )
         self.groups[group.group_id] = group
         group.put(updated)
-        metadata = _subscription_metadata(group, topics)
+        metadata = subscription_metadata(group, topics)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
             bump = True
@@ -322,7 +217,7 @@ class ConsumerGroups:
             m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
         }
 
-        owned = _partitions(p.owned) if p.owned is not None else None
+        owned = partitions_of(p.owned) if p.owned is not None else None
         target = group.target.get(member_id, NO_PARTITIONS)
         reconciled = reconcile(
             updated, group.assignment_epoch, target, group.partition_epochs, owned
@@ -352,7 +247,7 @@ class ConsumerGroups:
             member_id=member_id,
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
-            assignment=_by_topic(reconciled.assigned) if full or changed else None,
+            assignment=by_topic(reconciled.assigned) if full or changed else None,
         )
 
     def _assign(self, group: ConsumerGroup) -> None:
@@ -363,7 +258,7 @@ class ConsumerGroups:
             m.member_id: MemberSpec(
                 subscribed=frozenset(
                     group.subscription_metadata[t][0]
-                    for t in _subscribed(m, group.subscription_metadata, group.resolved_regexes)
+                    for t in subscribed(m, group.subscription_metadata, group.resolved_regexes)
                 ),
                 instance_id=m.instance_id,
                 current=group.target.get(m.member_id, NO_PARTITIONS),
@@ -543,8 +438,8 @@ class ConsumerGroups:
                     client_host=m.client_host,
                     subscribed_topic_names=m.subscribed_topic_names,
                     subscribed_topic_regex=m.subscribed_topic_regex,
-                    assignment=_by_topic(m.assigned),
-                    target_assignment=_by_topic(group.target.get(m.member_id, NO_PARTITIONS)),
+                    assignment=by_topic(m.assigned),
+                    target_assignment=by_topic(group.target.get(m.member_id, NO_PARTITIONS)),
                 )
                 for m in group.members.values()
             ),
@@ -553,47 +448,3 @@ class ConsumerGroups:
     def overviews(self) -> list[tuple[str, str]]:
         """(group id, state) of every consumer group."""
         return [(g.group_id, str(g.state)) for g in self.groups.values()]
-
-
-def _subscribed(
-    member: ConsumerMember, metadata: dict[str, tuple[uuid.UUID, int]], resolved: set[str]
-) -> set[str]:
-    """The topic names ``member`` is subscribed to that exist (names and its regex, once
-    resolved)."""
-    names = {t for t in member.subscribed_topic_names if t in metadata}
-    if member.subscribed_topic_regex in resolved:
-        pattern = re.compile(member.subscribed_topic_regex)
-        names |= {t for t in metadata if t not in INTERNAL_TOPICS and pattern.fullmatch(t)}
-    return names
-
-
-def _subscription_metadata(
-    group: ConsumerGroup, topics: TopicLookup
-) -> dict[str, tuple[uuid.UUID, int]]:
-    """The topics the group's members subscribe to, by name or by a resolved regex, as
-    they are now (internal topics never match a regex)."""
-    wanted = group.subscribed_names()
-    patterns = [re.compile(r) for r in sorted(group.resolved_regexes)]
-    if patterns:
-        wanted |= {
-            t
-            for t in topics.names()
-            if t not in INTERNAL_TOPICS and any(p.fullmatch(t) for p in patterns)
-        }
-    out = {}
-    for name in sorted(wanted):
-        meta = topics.by_name(name)
-        if meta is not None and meta.partitions > 0:
-            out[name] = (meta.topic_id, meta.partitions)
-    return out
-
-
-def _partitions(assignment: Assignment) -> Partitions:
-    return frozenset((t, p) for t, ps in assignment.items() for p in ps)
-
-
-def _by_topic(partitions: Partitions) -> dict[uuid.UUID, list[int]]:
-    out: dict[uuid.UUID, list[int]] = {}
-    for t, p in sorted(partitions, key=lambda tp: (str(tp[0]), tp[1])):
-        out.setdefault(t, []).append(p)
-    return out
