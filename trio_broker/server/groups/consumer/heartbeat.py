@@ -50,6 +50,7 @@ from .model import (
     ConsumerMember,
     GroupState,
     MemberState,
+    Partitions,
     Timings,
     reconcile,
 )
@@ -63,13 +64,15 @@ class ConsumerGroups:
         self,
         config: ConsumerGroupConfig,
         timers: Timers,
-        classic_in_use: Callable[[str], bool] = lambda group_id: False,
     ) -> None:
         self.config = config
         self.timers = timers
         self.groups: dict[str, ConsumerGroup] = {}
-        # whether a classic group of that id has members (then it is not ours to take)
-        self.classic_in_use = classic_in_use
+        # the coordinator's online migration (KIP-848): a classic group with members as a
+        # consumer group (None: there is none; HeartbeatError: it may not be upgraded),
+        # and a consumer group left with classic members only, made classic again
+        self.upgrade: Callable[[str, TopicLookup], ConsumerGroup | None] = lambda g, t: None
+        self.downgrade: Callable[[ConsumerGroup, str], bool] = lambda group, member: False
         self.rebalances = 0  # group epoch bumps, all groups together
         self.assignment_times = Timings()  # the server-side assignor's runs
         # a group changed outside a heartbeat (a timer fenced a member, or it was dropped)
@@ -86,7 +89,7 @@ class ConsumerGroups:
         except HeartbeatError as e:
             return ConsumerHeartbeatResult(e.code, e.message)
 
-    def _group_for(self, p: ConsumerHeartbeat) -> ConsumerGroup:
+    def _group_for(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerGroup:
         group = self.groups.get(p.group_id)
         if group is not None:
             return group
@@ -97,11 +100,7 @@ class ConsumerGroups:
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Consumer group {p.group_id} has no member {p.member_id}.",
             )
-        if self.classic_in_use(p.group_id):
-            raise HeartbeatError(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {p.group_id} is not a consumer group."
-            )
-        return ConsumerGroup(p.group_id)
+        return self.upgrade(p.group_id, topics) or ConsumerGroup(p.group_id)
 
     def _member_for(
         self, group: ConsumerGroup, member_id: str, p: ConsumerHeartbeat
@@ -126,7 +125,7 @@ class ConsumerGroups:
                 # one's assignment and target
                 target = group.target.get(static.member_id, NO_PARTITIONS)
                 group.remove(static.member_id)
-                self._cancel_timers(group.group_id, static.member_id)
+                self.cancel_timers(group.group_id, static.member_id)
                 group.target[member_id] = target
                 taken = replace(
                     static, member_id=member_id, member_epoch=0, previous_member_epoch=0
@@ -169,7 +168,7 @@ class ConsumerGroups:
         return existing
 
     def _heartbeat(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerHeartbeatResult:
-        group = self._group_for(p)
+        group = self._group_for(p, topics)
         member_id = p.member_id or new_member_id()
         member = self._member_for(group, member_id, p)
         updated = replace(
@@ -197,6 +196,38 @@ class ConsumerGroups:
             client_id=p.client_id,
             client_host=p.client_host,
         )
+        owned = partitions_of(p.owned) if p.owned is not None else None
+        reconciled = self.update_member(group, member, updated, topics, owned)
+        self.schedule_session(group.group_id, member_id)
+
+        full = p.member_epoch == 0 or (
+            p.rebalance_timeout_ms != -1
+            and p.subscribed_topic_names is not None
+            and p.owned is not None
+        )
+        changed = reconciled.assigned != member.assigned
+        return ConsumerHeartbeatResult(
+            ErrorCode.NONE,
+            member_id=member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=by_topic(reconciled.assigned) if full or changed else None,
+        )
+
+    def update_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        updated: ConsumerMember,
+        topics: TopicLookup,
+        owned: Partitions | None,
+    ) -> ConsumerMember:
+        """Kafka's three steps for a member of either protocol: store ``updated`` (the
+        group epoch bumped if it is new or its subscription, or the topics the group's
+        subscriptions resolve to, changed), a new target assignment if the group epoch is
+        past it, and the member reconciled one step towards its target. Returns the
+        member as it is now."""
+        member_id = updated.member_id
         bump = member_id not in group.members or (
             set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
@@ -208,16 +239,12 @@ class ConsumerGroups:
             group.subscription_metadata = metadata
             bump = True
         if bump:
-            group.group_epoch += 1
-            self.rebalances += 1
-            log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
+            self._bump(group)
         if group.group_epoch > group.assignment_epoch:
             self._assign(group)
         group.resolved_regexes = {
             m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
         }
-
-        owned = partitions_of(p.owned) if p.owned is not None else None
         target = group.target.get(member_id, NO_PARTITIONS)
         reconciled = reconcile(
             updated, group.assignment_epoch, target, group.partition_epochs, owned
@@ -234,21 +261,12 @@ class ConsumerGroups:
                 )
             else:
                 self.timers.cancel(key)
-        self._schedule_session(group.group_id, member_id)
+        return reconciled
 
-        full = p.member_epoch == 0 or (
-            p.rebalance_timeout_ms != -1
-            and p.subscribed_topic_names is not None
-            and p.owned is not None
-        )
-        changed = reconciled.assigned != member.assigned
-        return ConsumerHeartbeatResult(
-            ErrorCode.NONE,
-            member_id=member_id,
-            member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
-            assignment=by_topic(reconciled.assigned) if full or changed else None,
-        )
+    def _bump(self, group: ConsumerGroup) -> None:
+        group.group_epoch += 1
+        self.rebalances += 1
+        log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
 
     def _assign(self, group: ConsumerGroup) -> None:
         """A new target assignment at the group epoch, by the group's assignor."""
@@ -311,42 +329,64 @@ class ConsumerGroups:
             )
             log.info("group %s: static member %s left for now", group.group_id, member.member_id)
         else:
-            self._fence(group, member.member_id, "it left the group")
+            self.fence(group, member.member_id, "it left the group")
         return ConsumerHeartbeatResult(
             ErrorCode.NONE, member_id=p.member_id, member_epoch=p.member_epoch
         )
 
-    def _fence(self, group: ConsumerGroup, member_id: str, why: str) -> None:
-        if group.remove(member_id) is None:
+    def fence(self, group: ConsumerGroup, member_id: str, why: str) -> None:
+        """Kafka's consumerGroupFenceMember: the member leaves and the group epoch is
+        bumped; or, if it was the last consumer-protocol member among classic ones and
+        group.consumer.migration.policy allows, the group becomes a classic group again
+        (``downgrade``, the coordinator's)."""
+        if member_id not in group.members:
             return
-        self._cancel_timers(group.group_id, member_id)
-        group.resolved_regexes &= {m.subscribed_topic_regex for m in group.members.values()}
-        group.group_epoch += 1
-        self.rebalances += 1
-        log.info("group %s: member %s removed: %s", group.group_id, member_id, why)
+        if self._may_downgrade(group, member_id) and self.downgrade(group, member_id):
+            log.info("group %s: %s left (%s): classic again", group.group_id, member_id, why)
+            return
+        self.remove_members(group, [member_id], why)
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timers.cancel(("consumer-session", group_id, member_id))
-        self.timers.cancel(("consumer-rebalance", group_id, member_id))
+    def _may_downgrade(self, group: ConsumerGroup, member_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMember."""
+        if not group.all_classic_except(member_id) or len(group.members) <= 1:
+            return False
+        if not self.config.downgrade_enabled:
+            log.info("group %s: not downgraded to classic (migration policy)", group.group_id)
+            return False
+        return len(group.members) - 1 <= self.config.classic_max_size
 
-    def _schedule_session(self, group_id: str, member_id: str) -> None:
+    def remove_members(self, group: ConsumerGroup, member_ids: Iterable[str], why: str) -> None:
+        """The members leave; the group epoch is bumped once if any did."""
+        removed = [m for m in member_ids if group.remove(m) is not None]
+        for member_id in removed:
+            self.cancel_timers(group.group_id, member_id)
+            log.info("group %s: member %s removed: %s", group.group_id, member_id, why)
+        if removed:
+            group.resolved_regexes &= {m.subscribed_topic_regex for m in group.members.values()}
+            self._bump(group)
+
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
+        for kind in ("consumer-session", "consumer-rebalance", "consumer-join", "consumer-sync"):
+            self.timers.cancel((kind, group_id, member_id))
+
+    def schedule_session(self, group_id: str, member_id: str, timeout_ms: int = 0) -> None:
         self.timers.schedule(
             ("consumer-session", group_id, member_id),
-            self.config.session_timeout_ms / 1000,
+            (timeout_ms or self.config.session_timeout_ms) / 1000,
             lambda: self._session_expired(group_id, member_id),
         )
 
     def _session_expired(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
         if group is not None:
-            self._fence(group, member_id, "its session expired")
+            self.fence(group, member_id, "its session expired")
             self.on_change(group_id)
 
     def _rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
         group = self.groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
         if group is not None and member is not None and member.member_epoch == epoch:
-            self._fence(group, member_id, f"it did not revoke its partitions of epoch {epoch}")
+            self.fence(group, member_id, f"it did not revoke its partitions of epoch {epoch}")
             self.on_change(group_id)
 
     def forget_empty(self, keep: Callable[[str], bool]) -> None:
@@ -362,7 +402,8 @@ class ConsumerGroups:
         start now, and a member still revoking gets its rebalance timeout again."""
         self.groups[group.group_id] = group
         for m in group.members.values():
-            self._schedule_session(group.group_id, m.member_id)
+            timeout = m.classic.session_timeout_ms if m.classic is not None else 0
+            self.schedule_session(group.group_id, m.member_id, timeout)
             if m.state is MemberState.UNREVOKED_PARTITIONS:
                 self.timers.schedule(
                     ("consumer-rebalance", group.group_id, m.member_id),
@@ -375,7 +416,7 @@ class ConsumerGroups:
         for group_id in list(group_ids):
             group = self.groups.pop(group_id, None)
             for member_id in [] if group is None else list(group.members):
-                self._cancel_timers(group_id, member_id)
+                self.cancel_timers(group_id, member_id)
 
     # ============================================================ offsets
 
@@ -386,24 +427,14 @@ class ConsumerGroups:
             return None
         if member_epoch < 0 and not group.members:
             return ErrorCode.NONE  # an admin client, or a consumer without a group
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return _epoch_error(group.members.get(member_id), member_epoch)
 
     def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """Kafka's ConsumerGroup.validateOffsetFetch."""
         group = self.groups.get(group_id)
         if group is None or (member_id is None and member_epoch < 0):
             return ErrorCode.NONE
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return _epoch_error(group.members.get(member_id or ""), member_epoch)
 
     def in_use(self, group_id: str) -> bool:
         """Whether ``group_id`` is a consumer group with members."""
@@ -440,6 +471,7 @@ class ConsumerGroups:
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=by_topic(m.assigned),
                     target_assignment=by_topic(group.target.get(m.member_id, NO_PARTITIONS)),
+                    member_type=0 if m.uses_classic else 1,
                 )
                 for m in group.members.values()
             ),
@@ -448,3 +480,13 @@ class ConsumerGroups:
     def overviews(self) -> list[tuple[str, str]]:
         """(group id, state) of every consumer group."""
         return [(g.group_id, str(g.state)) for g in self.groups.values()]
+
+
+def _epoch_error(member: ConsumerMember | None, epoch: int) -> int:
+    """Kafka's validateMemberEpoch: a classic member's stale generation is
+    ILLEGAL_GENERATION, a consumer-protocol member's stale epoch STALE_MEMBER_EPOCH."""
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if epoch != member.member_epoch:
+        return ErrorCode.ILLEGAL_GENERATION if member.uses_classic else ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE
