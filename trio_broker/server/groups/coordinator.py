@@ -8,8 +8,10 @@ OffsetFetch, OffsetDelete), and does the rest itself: ListGroups, DescribeGroups
 DeleteGroups, and the expiry of offsets after ``offsets.retention.minutes`` (checked every
 ``offsets.retention.check.interval.ms``, tombstones written, empty groups with no offsets
 left removed). KIP-848 groups (``consumer``) have their records written after each change
-(a heartbeat is answered once they are appended) and group metrics come from here
-(``figures``). Its life: ``run`` opens the offsets topic, replays it (groups of both
+(a heartbeat is answered once they are appended); a classic request for a consumer group
+with members goes to its classic members (``consumer.ClassicMembers``), and the online
+migration between the two kinds of group is its base ``OnlineMigration``; group metrics
+come from here (``figures``). Its life: ``run`` opens the offsets topic, replays it (groups of both
 protocols and offsets come back as they were written; members get a fresh session), or,
 in a cluster, each partition as this broker comes to lead it, then serves its timers and
 its writer until ``stop``. It must not know about requests, connections or the wire, and

@@ -9,7 +9,11 @@ group epoch is past the assignment epoch, the target assignment is computed agai
 the group's server-side assignor; (3) the member is reconciled one step towards its target
 (``model.reconcile``). Session timeouts (``group.consumer.session.timeout.ms``) and
 rebalance timeouts (the member's own, for revoking) fence a member: it leaves the group
-and the group epoch is bumped, so the others' next heartbeats pick up its partitions.
+and the group epoch is bumped, so the others' next heartbeats pick up its partitions; or,
+were it the last consumer-protocol member among classic ones, the coordinator's
+``downgrade`` makes the group classic again (a heartbeat to a classic group with members
+asks its ``upgrade`` first). Steps (1)-(3) serve classic members inside the group too
+(``classic``, through ``update_member``).
 
 The coordinator writes the groups' records after each change (a heartbeat, or
 ``on_change`` from a timer) and hands those read back to ``restore``. Must not know
