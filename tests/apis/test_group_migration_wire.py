@@ -262,3 +262,35 @@ async def test_the_converted_group_is_read_back_after_a_restart(run_broker, tmp_
     s = await c.request(sync(a, j.generation_id), 5)
     assert s.error_code == 0 and len(partitions_in(s.assignment)) == 2
     await c.aclose()
+
+
+async def test_the_downgraded_group_is_read_back_after_a_restart(run_broker, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The consumer group's tombstones and the classic group's record: a restart finds
+    the classic group (its member, generation = the group epoch, protocol type consumer)
+    and no consumer group."""
+    settings = {**SETTINGS, "log.dirs": str(tmp_path / "kept")}
+    broker = await run_broker(settings)
+    c = await client_of(broker)
+    await make_topic(c, TOPIC)
+    a, generation = await classic_group_of_one(c)
+    b = await c.request(hb("g", "b", 0, subscribed_topic_names=[TOPIC], topic_partitions=[]), 1)
+    assert b.error_code == 0
+    assert (await c.request(hb("g", "b", -1), 1)).error_code == 0
+    assert await group_type(c) == ("classic", "PreparingRebalance")
+    await c.aclose()
+    broker.shutdown()
+    with trio.fail_after(30):
+        await broker.stopped.wait()
+
+    again = await run_broker(settings)
+    c = await client_of(again)
+    assert await group_type(c) == ("classic", "Stable")
+    (dg,) = (await c.request(DescribeGroupsRequest(groups=["g"]), 5)).groups
+    assert (dg.protocol_type, dg.protocol_data) == ("consumer", "range")
+    assert [m.member_id for m in dg.members] == [a]
+    (cd,) = (await c.request(ConsumerGroupDescribeRequest(group_ids=["g"]), 1)).groups
+    assert cd.error_code == E.GROUP_ID_NOT_FOUND
+    # a's heartbeat at the group epoch is that of the classic generation now
+    beat = HeartbeatRequest(group_id="g", generation_id=generation + 1, member_id=a)
+    assert (await c.request(beat, 4)).error_code == 0
+    await c.aclose()
