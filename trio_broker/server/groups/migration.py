@@ -31,7 +31,7 @@ know about requests or the wire.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 
 from ...apis.group_services import JoinResult, SyncResult, TopicLookup
 from ...protocol.errors import ErrorCode
@@ -67,9 +67,6 @@ class OnlineMigration:
     membership: Membership
     writer: OrderedWriter
     now_ms: Callable[[], int]
-    _notify: Callable[[Hashable], object]
-    upgrades = 0
-    downgrades = 0
 
     def partition_for(self, group_id: str) -> int:
         raise NotImplementedError
@@ -114,7 +111,6 @@ class OnlineMigration:
             ) from None
         self._retire(group)
         self.consumer.restore(converted)  # its members' sessions start now
-        self.upgrades += 1
         log.info(
             "group %s: upgraded from classic to consumer at epoch %d (%d members)",
             group_id,
@@ -167,7 +163,6 @@ class OnlineMigration:
         self.writer.submit(
             self.partition_for(gid), [group_metadata_record(group, assignments, now)]
         )
-        self.downgrades += 1
         log.info(
             "group %s: downgraded from consumer to classic at generation %d (%d members)",
             gid,
