@@ -81,14 +81,16 @@ class Reader:
         if error is not None:
             assert error.code() == KafkaError._PARTITION_EOF, error
             return
-        self.read.append(msg.value())
-        self.log.append(("read", msg.value()))
+        value = msg.value()
+        assert value is not None
+        self.read.append(value)
+        self.log.append(("read", value))
         try:
             self.consumer.commit(message=msg, asynchronous=False)
         except KafkaException:  # e.g. its generation moved on: it may be read again
             self.failed_commits += 1
             return
-        self.log.append(("committed", msg.value()))
+        self.log.append(("committed", value))
 
 
 def produce(broker: BrokerThread, phase: int) -> set[bytes]:
@@ -112,6 +114,21 @@ def group_type(broker: BrokerThread) -> tuple[Any, int]:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     d = admin.describe_consumer_groups(["migrating-group"])["migrating-group"].result(timeout=15)
     return d.type, len(d.members)
+
+
+def check_reads(readers: list[Reader], log: list[tuple[str, bytes]], produced: set[bytes]) -> None:
+    """Every produced message read; none read again once its commit succeeded."""
+    read = [v for r in readers for v in r.read]
+    assert set(read) == produced
+    done: set[bytes] = set()
+    again = []
+    for event, value in log:
+        if event == "read" and value in done:
+            again.append(value)
+        elif event == "committed":
+            done.add(value)
+    assert again == [], f"committed, then read again: {again[:5]}"
+    assert done == produced
 
 
 def test_classic_consumers_upgrade_and_downgrade_without_loss(broker: BrokerThread) -> None:
@@ -161,18 +178,53 @@ def test_classic_consumers_upgrade_and_downgrade_without_loss(broker: BrokerThre
     run_until(everyone, all_read(phase3), "phase 3 read")
     assert all(len(r.read) > before[r.name] for r in everyone), "both read after it"
 
-    readers = [c1, c2, c3]
-    read = [v for r in readers for v in r.read]
-    assert set(read) == phase1 | phase2 | phase3  # none lost
-    done: set[bytes] = set()
-    again = []
-    for event, value in log:
-        if event == "read" and value in done:
-            again.append(value)
-        elif event == "committed":
-            done.add(value)
-    assert again == [], f"committed, then read again: {again[:5]}"
-    assert done == set(read)  # each was committed once in the end
+    check_reads([c1, c2, c3], log, phase1 | phase2 | phase3)
     assert owners.violations == []
     for r in (c1, c2):
+        r.consumer.close()
+
+
+def test_a_classic_group_is_upgraded_member_by_member(broker: BrokerThread) -> None:
+    """Issue 34's rolling upgrade: each classic consumer is replaced in turn by a
+    consumer-protocol one (a classic consumer's close is a LeaveGroup to the consumer
+    group); messages produced between the steps are all read, none read again after
+    its commit, and at the end the group is a consumer group of consumer-protocol
+    members only."""
+    owners = Owners()
+    log: list[tuple[str, bytes]] = []
+    readers = [
+        Reader(broker, "c1", "classic", owners, log),
+        Reader(broker, "c2", "classic", owners, log),
+    ]
+    live = list(readers)
+    produced: set[bytes] = set()
+
+    def step(phase: int, what: str) -> None:
+        values = produce(broker, phase)
+        produced.update(values)
+        run_until(live, lambda: values <= {v for r in readers for v in r.read}, what)
+
+    run_until(live, lambda: owners.of("c1") and owners.of("c2"), "c1 and c2 share")
+    step(1, "classic group read")
+    for phase, (old, new) in enumerate((("c1", "n1"), ("c2", "n2")), start=2):
+        fresh = Reader(broker, new, "consumer", owners, log)
+        readers.append(fresh)
+        live.append(fresh)
+        run_until(live, lambda new=new: bool(owners.of(new)), f"{new} gets partitions")
+        (leaving,) = [r for r in live if r.name == old]
+        leaving.consumer.close()
+        live.remove(leaving)
+        run_until(
+            live,
+            lambda: (
+                sum(len(owners.of(r.name)) for r in live) == PARTITIONS
+                and all(owners.of(r.name) for r in live)
+            ),
+            f"{old} gone, its partitions taken",
+        )
+        step(phase, f"read after {old} was replaced by {new}")
+    assert group_type(broker) == (ConsumerGroupType.CONSUMER, 2)
+    check_reads(readers, log, produced)
+    assert owners.violations == []
+    for r in live:
         r.consumer.close()
