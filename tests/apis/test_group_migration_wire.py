@@ -294,3 +294,40 @@ async def test_the_downgraded_group_is_read_back_after_a_restart(run_broker, tmp
     beat = HeartbeatRequest(group_id="g", generation_id=generation + 1, member_id=a)
     assert (await c.request(beat, 4)).error_code == 0
     await c.aclose()
+
+
+async def test_a_rebalancing_classic_group_tells_its_parked_members_to_rejoin(run_broker) -> None:  # type: ignore[no-untyped-def]
+    """Upgraded while a JoinGroup is parked (the group is PreparingRebalance): the parked
+    JoinGroup is answered REBALANCE_IN_PROGRESS, as Kafka's completeAllJoinFutures does,
+    and its member then joins the consumer group as a classic member."""
+    broker = await run_broker(SETTINGS)
+    c = await client_of(broker)
+    await make_topic(c, TOPIC)
+    await classic_group_of_one(c)
+    other = await client_of(broker, "parked")
+    first = await other.request(classic_join(), 7)
+    assert first.error_code == E.MEMBER_ID_REQUIRED
+    answers: list[Any] = []
+
+    async def parked() -> None:
+        answers.append(await other.request(classic_join(first.member_id), 7))
+
+    with trio.fail_after(15):  # the parked JoinGroup is answered, not left to time out
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(parked)
+            with trio.fail_after(10):
+                while (await group_type(c))[1] != "PreparingRebalance":
+                    await trio.sleep(0.01)
+            assert answers == []  # parked, waiting for the group's first member
+            b = await c.request(
+                hb("g", "b", 0, subscribed_topic_names=[TOPIC], topic_partitions=[]), 1
+            )
+            assert b.error_code == 0
+    (answer,) = answers
+    assert answer.error_code == E.REBALANCE_IN_PROGRESS
+    j = await join_classic(other, first.member_id)
+    assert j.error_code == 0 and j.leader == ""
+    d = await consumer_described(c)
+    assert sorted(m.member_type for m in d.members) == [0, 0, 1]
+    await other.aclose()
+    await c.aclose()
