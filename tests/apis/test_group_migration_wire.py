@@ -331,3 +331,63 @@ async def test_a_rebalancing_classic_group_tells_its_parked_members_to_rejoin(ru
     assert sorted(m.member_type for m in d.members) == [0, 0, 1]
     await other.aclose()
     await c.aclose()
+
+
+async def test_a_static_classic_member_replacing_the_last_consumer_member_downgrades(
+    run_broker,
+) -> None:  # type: ignore[no-untyped-def]
+    """Kafka's downgrade by replacement: a classic JoinGroup with the instance id of the
+    group's last consumer-protocol member (static) takes its place and partitions, and
+    the group is classic again at once, Stable (no rebalance): the newcomer syncs its
+    predecessor's partitions, the other member carries on at its generation."""
+    broker = await run_broker(SETTINGS)
+    c = await client_of(broker)
+    await make_topic(c, TOPIC)
+    topic_id = broker.topic(TOPIC).topic_id
+    a, _ = await classic_group_of_one(c)
+    first = hb("g", "b", 0, subscribed_topic_names=[TOPIC], topic_partitions=[], instance_id="i1")
+    b = await c.request(first, 1)
+    assert b.error_code == 0
+    # a rejoins and gives up half; b takes it
+    j = await join_classic(c, a)
+    assert (await c.request(sync(a, j.generation_id), 5)).error_code == 0
+    epoch, held = b.member_epoch, {}
+    with trio.fail_after(10):
+        while len(held.get(topic_id, [])) < 2:
+            r = await c.request(
+                hb("g", "b", epoch, topic_partitions=as_owned(held), instance_id="i1"), 1
+            )
+            assert r.error_code == 0, r
+            epoch = r.member_epoch
+            if r.assignment is not None:
+                held = owned(r)
+    replacing = JoinGroupRequest(
+        group_id="g",
+        session_timeout_ms=30_000,
+        rebalance_timeout_ms=10_000,
+        member_id="",
+        group_instance_id="i1",
+        protocol_type="consumer",
+        protocols=[JoinGroupRequest.Protocol(name="range", metadata=subscription())],
+    )
+    r = await c.request(replacing, 7)
+    assert r.error_code == 0 and r.member_id not in ("", "b")
+    assert r.generation_id == j.generation_id  # the group epoch, now the generation
+    assert await group_type(c) == ("classic", "Stable")
+    s = SyncGroupRequest(
+        group_id="g",
+        generation_id=r.generation_id,
+        member_id=r.member_id,
+        group_instance_id="i1",
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=[],
+    )
+    synced = await c.request(s, 5)
+    assert synced.error_code == 0
+    assert partitions_in(synced.assignment) == sorted(held[topic_id])
+    beat = HeartbeatRequest(group_id="g", generation_id=j.generation_id, member_id=a)
+    assert (await c.request(beat, 4)).error_code == 0
+    (dg,) = (await c.request(DescribeGroupsRequest(groups=["g"]), 5)).groups
+    assert sorted(m.member_id for m in dg.members) == sorted([a, r.member_id])
+    await c.aclose()

@@ -17,11 +17,12 @@ Owns: ``OnlineMigration``, a base of ``GroupCoordinator``, and the two conversio
   group's records follow (the coordinator writes them after the heartbeat).
 - **Downgrade** (``downgrade``, asked by ``ConsumerGroups.fence`` when the last
   consumer-protocol member leaves, is fenced or times out while classic members remain and
-  the policy allows downgrades): the consumer group's records get their tombstones and a
+  the policy allows downgrades, or by ``ClassicMembers`` when a static classic member
+  takes the place of the last one): the consumer group's records get their tombstones and a
   classic group (Kafka's ``ClassicGroup.fromConsumerGroup``) is written: generation = the
   group epoch, protocol type ``consumer``, the protocol chosen by the members' votes, each
-  member's target assignment as its assignment; it then prepares a rebalance, so the
-  members join again and their leader assigns.
+  member's target assignment as its assignment; after a leaving it then prepares a
+  rebalance, so the members join again and their leader assigns.
 
 The committed offsets stay with the classic ``Group`` object of the id (the same dicts
 are handed over, so commits in flight land in the group that serves the id). It must not
@@ -142,8 +143,10 @@ class OnlineMigration:
     # ============================================================== downgrade
 
     def downgrade(self, converted: ConsumerGroup, leaving: str) -> bool:
-        """The consumer group becomes classic without ``leaving``; False if it cannot
-        (a member's protocols unreadable), then it stays a consumer group."""
+        """The consumer group becomes classic without ``leaving`` and prepares a
+        rebalance; with ``leaving`` empty (a static classic member replaced the last
+        consumer-protocol one) it stays Stable. False if it cannot (a member's protocols
+        unreadable): then it stays a consumer group."""
         gid = converted.group_id
         now = self.now_ms()
         try:
@@ -170,7 +173,8 @@ class OnlineMigration:
             group.size,
         )
         self.membership.restart_sessions(group)
-        self.membership.prepare_rebalance(group, f"group {gid} downgraded from consumer")
+        if leaving:
+            self.membership.prepare_rebalance(group, f"group {gid} downgraded from consumer")
         return True
 
 

@@ -13,7 +13,9 @@ and its SyncGroup gets its assigned partitions. Its Heartbeat answers
 REBALANCE_IN_PROGRESS when it must join again: the group epoch moved past its epoch, it
 must revoke partitions, or partitions it waited for are free. A member that does not
 sync within its rebalance timeout after joining, or does not join within it after being
-told to, is fenced, as one whose session (its own session timeout) runs out. Must not
+told to, is fenced, as one whose session (its own session timeout) runs out. A classic
+static member that replaces the group's last consumer-protocol member (its instance id)
+makes the group classic again, without a rebalance, if the policy allows. Must not
 write records (the coordinator writes the group after each call) nor know the wire.
 """
 
@@ -67,9 +69,9 @@ class ClassicMembers:
         except ValueError as exc:
             log.warning("group %s: a classic subscription it cannot read: %s", p.group_id, exc)
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
-        member = self._member_for(group, member_id, p.group_instance_id, unknown)
-        if isinstance(member, int):
-            return JoinResult(member, member_id=member_id)
+        member, replaced_consumer_member = self._member_for(
+            group, member_id, p.group_instance_id
+        )
         updated = replace(
             member,
             instance_id=p.group_instance_id or member.instance_id,
@@ -97,6 +99,8 @@ class ClassicMembers:
             max(p.rebalance_timeout_ms, 0) / 1000,
             lambda: self._timed_out(gid, member_id, "it did not sync in time"),
         )
+        if replaced_consumer_member and self._maybe_downgrade(group):
+            log.info("group %s: classic again (static member %s replaced)", gid, member_id)
         assert updated.classic is not None
         return JoinResult(
             ErrorCode.NONE,
@@ -107,28 +111,35 @@ class ClassicMembers:
         )
 
     def _member_for(
-        self, group: ConsumerGroup, member_id: str, instance_id: str | None, unknown: bool
-    ) -> ConsumerMember | int:
+        self, group: ConsumerGroup, member_id: str, instance_id: str | None
+    ) -> tuple[ConsumerMember, bool]:
         """Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember for a classic
-        member: created if new; a static member back under a new id takes over the old
-        one's place and target."""
-        cg = self.consumer
-        if instance_id is None:
-            return group.members.get(member_id) or ConsumerMember(member_id)
-        static = group.static_member(instance_id)
+        member (always created if new): a static member takes the place of the member of
+        its instance id, if any, under its own member id, at epoch 0 with that one's
+        partitions and target. Also whether the member it replaced spoke the consumer
+        protocol."""
+        static = None if instance_id is None else group.static_member(instance_id)
         if static is None:
-            if not unknown:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            return ConsumerMember(member_id)
-        if not unknown:
-            return static if static.member_id == member_id else ErrorCode.FENCED_INSTANCE_ID
-        target = group.target.get(static.member_id, NO_PARTITIONS)
-        group.remove(static.member_id)
-        cg.cancel_timers(group.group_id, static.member_id)
-        group.target[member_id] = target
+            return group.members.get(member_id) or ConsumerMember(member_id), False
+        if static.member_id != member_id:
+            target = group.target.get(static.member_id, NO_PARTITIONS)
+            group.remove(static.member_id)
+            self.consumer.cancel_timers(group.group_id, static.member_id)
+            group.target[member_id] = target
         taken = replace(static, member_id=member_id, member_epoch=0, previous_member_epoch=0)
         group.put(taken)
-        return taken
+        return taken, static.classic is None
+
+    def _maybe_downgrade(self, group: ConsumerGroup) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMemberId: the joining static member
+        replaced the last consumer-protocol member, and the policy allows a downgrade; the
+        group becomes classic without a rebalance."""
+        cfg = self.consumer.config
+        if group.classic_members() != len(group.members) or not cfg.downgrade_enabled:
+            return False
+        if len(group.members) > cfg.classic_max_size:
+            return False
+        return self.consumer.downgrade(group, "")
 
     # ============================================================== SyncGroup
 
