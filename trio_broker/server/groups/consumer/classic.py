@@ -69,9 +69,7 @@ class ClassicMembers:
         except ValueError as exc:
             log.warning("group %s: a classic subscription it cannot read: %s", p.group_id, exc)
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
-        member, replaced_consumer_member = self._member_for(
-            group, member_id, p.group_instance_id
-        )
+        member, replaced_consumer_member = self._member_for(group, member_id, p.group_instance_id)
         updated = replace(
             member,
             instance_id=p.group_instance_id or member.instance_id,
