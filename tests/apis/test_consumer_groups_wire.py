@@ -1,7 +1,7 @@
 """KIP-848's consumer group protocol at the wire, through a real broker in the test's loop:
 ConsumerGroupHeartbeat (member ids, epochs, revocation before reassignment, leaving,
 errors), ConsumerGroupDescribe, offsets with member epochs, ListGroups' group type, and
-the classic protocol refused on a consumer group's id."""
+the two protocols side by side with the online migration off."""
 
 from __future__ import annotations
 
@@ -202,7 +202,17 @@ async def test_session_timeout_expires_a_member(run_broker) -> None:  # type: ig
 
 
 async def test_classic_and_consumer_groups_side_by_side(run_broker) -> None:  # type: ignore[no-untyped-def]
-    broker = await run_broker({**FAST, "group.initial.rebalance.delay.ms": "0"})
+    """With the online migration off (test_group_migration_wire.py has it on), a consumer
+    heartbeat to a classic group with members is GROUP_ID_NOT_FOUND; a classic JoinGroup
+    to a consumer group whose metadata is no consumer protocol subscription is
+    INCONSISTENT_GROUP_PROTOCOL."""
+    broker = await run_broker(
+        {
+            **FAST,
+            "group.initial.rebalance.delay.ms": "0",
+            "group.consumer.migration.policy": "disabled",
+        }
+    )
     c = await client_of(broker)
     await make_topic(c, "cg-side")
     await c.request(hb("new", "a", 0, subscribed_topic_names=["cg-side"]), 1)

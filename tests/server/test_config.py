@@ -1195,3 +1195,20 @@ def test_shipped_server_properties_with_overrides() -> None:
     c = load_config(SHIPPED, ["listeners=PLAINTEXT://:0,CONTROLLER://:0", "num.io.threads=2"])
     assert [lis.port for lis in c.listeners] == [0, 0]
     assert c["num.io.threads"] == 2
+
+
+def test_the_consumer_group_migration_policy() -> None:
+    """Kafka's values, any case (ConsumerGroupMigrationPolicy.parse), bidirectional by
+    default; anything else is refused naming the values."""
+    assert BrokerConfig({})["group.consumer.migration.policy"] == "bidirectional"
+    assert (
+        BrokerConfig({"group.consumer.migration.policy": "Downgrade"})[
+            "group.consumer.migration.policy"
+        ].lower()
+        == "downgrade"
+    )
+    error = error_of({"group.consumer.migration.policy": "sideways"})
+    assert str(error) == (
+        "group.consumer.migration.policy=sideways: expected one of bidirectional, upgrade, "
+        "downgrade, disabled"
+    )

@@ -225,6 +225,7 @@ class ConsumerMemberDescription:
     subscribed_topic_regex: str | None
     assignment: Assignment
     target_assignment: Assignment
+    member_type: int = 1  # ConsumerGroupDescribe v1: 0 classic, 1 consumer protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +244,9 @@ class GroupCoordinatorView(Protocol):
     # False until the offsets topic is replayed, and again once stopping.
     active: bool
 
-    def join_group(self, params: JoinParams) -> JoinResult | Pending[JoinResult]: ...
+    def join_group(
+        self, params: JoinParams, topics: TopicLookup | None = None
+    ) -> JoinResult | Pending[JoinResult]: ...
 
     def sync_group(self, params: SyncParams) -> SyncResult | Pending[SyncResult]: ...
 

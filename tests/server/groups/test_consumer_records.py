@@ -166,14 +166,22 @@ def test_consumer_group_records_match_the_oracle(
     assert decode_value(key, value_bytes) == value
 
 
-def test_a_classic_members_tagged_metadata_is_skipped() -> None:
+def test_a_classic_members_tagged_metadata_is_read_and_written() -> None:
     """Kafka writes ClassicMemberMetadata (tag 0) for a classic member of a converted
-    group; it is read past."""
+    group: read, and written back byte for byte."""
     key, _, value, plain = CASES[2]
     tagged = struct.pack(">i", 45000) + carray([cstr("range") + uvarint(3) + b"md" + NO_TAGS])
-    with_tag = plain[:-1] + uvarint(1) + uvarint(0) + uvarint(len(tagged + NO_TAGS))
-    with_tag += tagged + NO_TAGS
-    assert decode_value(key, with_tag) == value
+    # Kafka's generated writer: tag, size (+1 for the marker), marker 1 (not null), struct
+    with_tag = plain[:-1] + uvarint(1) + uvarint(0) + uvarint(len(tagged + NO_TAGS) + 1)
+    with_tag += uvarint(1) + tagged + NO_TAGS
+    decoded = decode_value(key, with_tag)
+    classic = decoded.classic_member_metadata
+    assert classic is not None and classic.session_timeout_ms == 45000
+    assert [(p.name, bytes(p.metadata)) for p in classic.supported_protocols] == [("range", b"md")]
+    decoded.classic_member_metadata = None
+    assert decoded == value
+    decoded.classic_member_metadata = classic
+    assert encode_value(decoded, 0) == with_tag
 
 
 # ------------------------------------------------------- written and read back

@@ -176,7 +176,7 @@ async def consumer_group_describe(
                         subscribed_topic_regex=m.subscribed_topic_regex,
                         assignment=_described(ctx, m.assignment),
                         target_assignment=_described(ctx, m.target_assignment),
-                        member_type=1,  # a consumer-protocol member (no classic ones here)
+                        member_type=m.member_type,  # 0: a classic member inside the group
                     )
                     for m in d.members
                 ],

@@ -74,6 +74,7 @@ from ..group_services import (
     SyncResult,
     coordinator_of,
 )
+from .consumer import BrokerTopics
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -210,7 +211,7 @@ async def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
 
     if not may_read:
         return respond(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id=req.member_id))
-    outcome = coordinator_of(ctx).join_group(params)
+    outcome = coordinator_of(ctx).join_group(params, BrokerTopics(ctx))
     if isinstance(outcome, Pending):
         gone = JoinResult(ErrorCode.NOT_COORDINATOR, member_id=req.member_id)
         return _park(ctx, outcome, respond, gone)

@@ -9,8 +9,8 @@ Kafka calls record types: ``ConsumerGroupMetadata``, ``ConsumerGroupPartitionMet
 flexible, values version 0 and flexible), as Kafka's group coordinator JSON schemas
 describe them, and ``encode_key`` / ``encode_value`` / ``decode_key`` / ``decode_value``,
 which add or read the int16 version that prefixes each key and value in the log. The
-consumer group values' tagged fields (``ClassicMemberMetadata``, of a classic member in a
-converted group) are not declared: they are never written, and skipped when read. These
+member metadata's tagged ``ClassicMemberMetadata`` (tag 0: the session timeout and the
+protocols of a classic member inside a consumer group) is declared, written and read. These
 are data records, not API messages: nothing here is registered with ``protocol.api``. No I/O.
 """
 
@@ -105,6 +105,16 @@ class ConsumerGroupMemberMetadataKey(Struct):  # 5
     member_id: str = field("string")
 
 
+class ClassicProtocol(Struct):
+    name: str = field("string")
+    metadata: bytes = field("bytes")
+
+
+class ClassicMemberMetadata(Struct):
+    session_timeout_ms: int = field("int32")
+    supported_protocols: list[ClassicProtocol] = field(array(ClassicProtocol))
+
+
 class ConsumerGroupMemberMetadataValue(Struct):
     instance_id: str | None = field("string", nullable="0+")
     rack_id: str | None = field("string", nullable="0+")
@@ -114,6 +124,10 @@ class ConsumerGroupMemberMetadataValue(Struct):
     subscribed_topic_regex: str | None = field("string", nullable="0+")
     rebalance_timeout_ms: int = field("int32", default=-1)
     server_assignor: str | None = field("string", nullable="0+")
+    # a classic member of a consumer group (KIP-848's online migration); null otherwise
+    classic_member_metadata: ClassicMemberMetadata | None = field(
+        ClassicMemberMetadata, nullable="0+", default=None, tag=0
+    )
 
 
 class ConsumerGroupTargetAssignmentMetadataKey(Struct):  # 6

@@ -9,8 +9,8 @@ only so that each file of the key table stays readable; no checks across keys he
 
 from __future__ import annotations
 
-from .configdef import ConfigKey, ListOf, define
-from .syntax import INT, LIST, POSITIVE
+from .configdef import ConfigKey, ListOf, OneOf, define
+from .syntax import INT, LIST, POSITIVE, STR
 
 # Kafka 4's server-side assignors: group.consumer.assignors lists them by class name (its
 # default) or by the short name a client asks for in group.remote.assignor.
@@ -91,5 +91,16 @@ CONSUMER_GROUP_KEYS: list[ConfigKey] = [
         2147483647,
         "Most members in one consumer-protocol group (GROUP_MAX_SIZE_REACHED beyond).",
         POSITIVE,
+    ),
+    define(
+        "group.consumer.migration.policy",
+        STR,
+        "bidirectional",
+        "Whether a classic group with members (protocol type consumer) becomes a consumer "
+        "group when its first consumer-protocol member joins (upgrade), and a consumer group "
+        "whose last consumer-protocol member leaves becomes a classic group again while "
+        "classic members remain (downgrade): bidirectional (both), upgrade, downgrade or "
+        "disabled (neither). Empty groups are converted whatever the policy, as in Kafka.",
+        OneOf(("bidirectional", "upgrade", "downgrade", "disabled"), case_sensitive=False),
     ),
 ]

@@ -1,11 +1,13 @@
-"""The group coordinator: consumer groups (the classic protocol) and committed offsets.
+"""The group coordinator: consumer groups (the classic protocol and KIP-848's, in
+``consumer``) and committed offsets.
 
 Modules, from the bottom up: ``state`` (the states and their tables), ``member`` and
 ``group`` (the model), ``offsets`` (what a committed offset is and when it expires),
 ``log_format`` (groups and offsets as ``__consumer_offsets`` records and back), ``storage``
 (the internal topic and the ordered writer), ``timers`` (keyed trio timers),
 ``membership`` (join, sync, heartbeat, leave), ``commits`` (offset commit, fetch and
-delete) and ``coordinator`` (the API surface, admin, start-up replay and retention), and
+delete), ``migration`` (KIP-848's online upgrade and downgrade between a classic and a
+consumer group) and ``coordinator`` (the API surface, admin, start-up replay and retention), and
 ``locator`` (FindCoordinator's question, which broker coordinates a group or a
 transactional id). Nothing here knows about requests
 or the wire: ``apis/groups/`` translates.

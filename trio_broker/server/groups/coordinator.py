@@ -8,8 +8,10 @@ OffsetFetch, OffsetDelete), and does the rest itself: ListGroups, DescribeGroups
 DeleteGroups, and the expiry of offsets after ``offsets.retention.minutes`` (checked every
 ``offsets.retention.check.interval.ms``, tombstones written, empty groups with no offsets
 left removed). KIP-848 groups (``consumer``) have their records written after each change
-(a heartbeat is answered once they are appended) and group metrics come from here
-(``figures``). Its life: ``run`` opens the offsets topic, replays it (groups of both
+(a heartbeat is answered once they are appended); a classic request for a consumer group
+with members goes to its classic members (``consumer.ClassicMembers``), and the online
+migration between the two kinds of group is its base ``OnlineMigration``; group metrics
+come from here (``figures``). Its life: ``run`` opens the offsets topic, replays it (groups of both
 protocols and offsets come back as they were written; members get a fresh session), or,
 in a cluster, each partition as this broker comes to lead it, then serves its timers and
 its writer until ``stop``. It must not know about requests, connections or the wire, and
@@ -42,7 +44,13 @@ from ...apis.group_services import (
 )
 from ...protocol.errors import ErrorCode
 from .commits import CommittedOffsets
-from .consumer import ConsumerGroups, ConsumerGroupState, RecordImages, restore
+from .consumer import (
+    ClassicMembers,
+    ConsumerGroups,
+    ConsumerGroupState,
+    RecordImages,
+    restore,
+)
 from .group import Group
 from .log_format import (
     Replay,
@@ -51,8 +59,10 @@ from .log_format import (
     restore_group,
 )
 from .membership import Membership
+from .migration import OnlineMigration
 from .offsets import expired_partitions
 from .ownership import Ownership, unload
+from .sessions import PARK_SLACK_MS
 from .settings import CoordinatorConfig, wall_clock_ms
 from .state import DEAD, DELETE_GROUP, EMPTY, STABLE, GroupState, Reply
 from .storage import (
@@ -69,7 +79,7 @@ log = logging.getLogger("trio_broker.groups")
 TopicPartition = tuple[str, int]
 
 
-class GroupCoordinator(CommittedOffsets):
+class GroupCoordinator(CommittedOffsets, OnlineMigration):
     def __init__(
         self,
         config: CoordinatorConfig,
@@ -93,12 +103,11 @@ class GroupCoordinator(CommittedOffsets):
             notify,
             now_ms,
         )
-        self.consumer = ConsumerGroups(
-            config.consumer,
-            self.timers,
-            lambda g: g in self.groups and self.groups[g].state not in (EMPTY, DEAD),
-        )
+        self.consumer = ConsumerGroups(config.consumer, self.timers)
         self.consumer.on_change = self._consumer_changed
+        self.consumer.upgrade = self.upgrade  # KIP-848's online migration (``migration``)
+        self.consumer.downgrade = self.downgrade
+        self.classic_members = ClassicMembers(self.consumer)  # classic ones in a consumer group
         self.consumer_images = RecordImages()  # what is written of each consumer group
         self.active = False
         self.loaded_records = 0
@@ -224,18 +233,44 @@ class GroupCoordinator(CommittedOffsets):
 
     # ================================================================ membership
 
-    def join_group(self, params: JoinParams) -> JoinResult | Pending[JoinResult]:
-        error = self._check(params.group_id, allow_empty=False)
-        if not error and self.consumer.in_use(params.group_id):
-            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL  # no online migration (KIP-848)
+    def join_group(
+        self, params: JoinParams, topics: TopicLookup | None = None
+    ) -> JoinResult | Pending[JoinResult]:
+        group_id = params.group_id
+        error = self._check(group_id, allow_empty=False)
         if error:
             return JoinResult(error, member_id=params.member_id)
+        if self.consumer.in_use(group_id):
+            if topics is None:  # (every handler passes them)
+                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, params.member_id)
+            return self._join_consumer_group(params, topics)
+        if self.consumer.groups.pop(group_id, None) is not None:
+            self._consumer_changed(group_id)  # an empty consumer group is replaced
         return self.membership.join_group(params)
+
+    def _join_consumer_group(
+        self, params: JoinParams, topics: TopicLookup
+    ) -> JoinResult | Pending[JoinResult]:
+        """A classic member joins a consumer group: answered once what changed is
+        written."""
+        result = self.classic_members.join(params, topics)
+        if result.error_code:
+            return result
+        pending: Pending[JoinResult] = Pending(PARK_SLACK_MS)
+
+        def written(code: int) -> None:
+            pending.result = JoinResult(code, member_id=result.member_id) if code else result
+            self._notify(pending)
+
+        self._consumer_changed(params.group_id, written)
+        return pending
 
     def sync_group(self, params: SyncParams) -> SyncResult | Pending[SyncResult]:
         error = self._check(params.group_id, allow_empty=False)
         if error:
             return SyncResult(error)
+        if self.consumer.in_use(params.group_id):
+            return self.classic_members.sync(params)
         return self.membership.sync_group(params)
 
     def heartbeat(
@@ -244,12 +279,20 @@ class GroupCoordinator(CommittedOffsets):
         error = self._check(group_id, allow_empty=False)
         if error:
             return error
+        if self.consumer.in_use(group_id):
+            return self.classic_members.heartbeat(
+                group_id, generation_id, member_id, group_instance_id
+            )
         return self.membership.heartbeat(group_id, generation_id, member_id, group_instance_id)
 
     def leave_group(self, group_id: str, members: Sequence[MemberIdentity]) -> LeaveResult:
         error = self._check(group_id, allow_empty=False)
         if error:
             return LeaveResult(error)
+        if self.consumer.in_use(group_id):
+            codes = self.classic_members.leave(group_id, members)
+            self._consumer_changed(group_id)  # written in order, not waited for
+            return LeaveResult(ErrorCode.NONE, list(zip(members, codes, strict=True)))
         group = self.groups.get(group_id)
         if group is None:
             return LeaveResult(ErrorCode.NONE, [(m, ErrorCode.UNKNOWN_MEMBER_ID) for m in members])
@@ -343,7 +386,9 @@ class GroupCoordinator(CommittedOffsets):
             return ConsumerHeartbeatResult(code, f"The group's records were not written ({code}).")
         return result
 
-    def _consumer_changed(self, group_id: str) -> Ack:
+    def _consumer_changed(
+        self, group_id: str, then: Callable[[int], object] = lambda code: None
+    ) -> Ack:
         """Write the records that bring the log up to the consumer group as it is now.
         Submitted even when there are none: its ack then comes once everything written
         before it in that partition is (the writer keeps each partition's order)."""
@@ -353,6 +398,7 @@ class GroupCoordinator(CommittedOffsets):
         def written(code: int) -> None:
             if code:  # not written: the next change writes the whole group again
                 self.consumer_images.forget([group_id])
+            then(code)
 
         return self.writer.submit(self.partition_for(group_id), records, written)
 

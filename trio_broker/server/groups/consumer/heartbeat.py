@@ -9,7 +9,11 @@ group epoch is past the assignment epoch, the target assignment is computed agai
 the group's server-side assignor; (3) the member is reconciled one step towards its target
 (``model.reconcile``). Session timeouts (``group.consumer.session.timeout.ms``) and
 rebalance timeouts (the member's own, for revoking) fence a member: it leaves the group
-and the group epoch is bumped, so the others' next heartbeats pick up its partitions.
+and the group epoch is bumped, so the others' next heartbeats pick up its partitions; or,
+were it the last consumer-protocol member among classic ones, the coordinator's
+``downgrade`` makes the group classic again (a heartbeat to a classic group with members
+asks its ``upgrade`` first). Steps (1)-(3) serve classic members inside the group too
+(``classic``, through ``update_member``).
 
 The coordinator writes the groups' records after each change (a heartbeat, or
 ``on_change`` from a timer) and hands those read back to ``restore``. Must not know
@@ -18,29 +22,32 @@ requests or the wire (``apis/groups/consumer.py`` translates), nor write records
 
 from __future__ import annotations
 
-import base64
 import logging
-import re
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any
 
 from ....apis.group_services import (
-    Assignment,
     ConsumerGroupDescription,
     ConsumerHeartbeat,
     ConsumerHeartbeatResult,
     ConsumerMemberDescription,
     TopicLookup,
 )
-from ....apis.topic_names import INTERNAL_TOPICS
 from ....protocol.errors import ErrorCode
 from ..timers import Timers
 from .assignors import ASSIGNORS, MemberSpec, assign
+from .checks import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroupConfig,
+    HeartbeatError,
+    check_epoch,
+    new_member_id,
+    validate_heartbeat,
+)
 from .model import (
     NO_PARTITIONS,
     ConsumerGroup,
@@ -51,43 +58,9 @@ from .model import (
     Timings,
     reconcile,
 )
+from .topics import by_topic, partitions_of, subscribed, subscription_metadata
 
 log = logging.getLogger("trio_broker.groups.consumer")
-
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    enabled: bool = True  # "consumer" in group.coordinator.rebalance.protocols
-    heartbeat_interval_ms: int = 5000
-    session_timeout_ms: int = 45000
-    assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
-    max_size: int = 2**31 - 1
-
-    @classmethod
-    def from_broker(cls, config: Any, names: dict[str, str]) -> ConsumerGroupConfig:
-        return cls(
-            enabled="consumer" in config["group.coordinator.rebalance.protocols"],
-            heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
-            session_timeout_ms=config["group.consumer.session.timeout.ms"],
-            assignors=tuple(dict.fromkeys(names[a] for a in config["group.consumer.assignors"])),
-            max_size=config["group.consumer.max.size"],
-        )
-
-
-class HeartbeatError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def new_member_id() -> str:
-    """A member id as Kafka's coordinator makes one for v0 (``Uuid.randomUuid()``:
-    22 characters of URL-safe base64)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 class ConsumerGroups:
@@ -95,13 +68,15 @@ class ConsumerGroups:
         self,
         config: ConsumerGroupConfig,
         timers: Timers,
-        classic_in_use: Callable[[str], bool] = lambda group_id: False,
     ) -> None:
         self.config = config
         self.timers = timers
         self.groups: dict[str, ConsumerGroup] = {}
-        # whether a classic group of that id has members (then it is not ours to take)
-        self.classic_in_use = classic_in_use
+        # the coordinator's online migration (KIP-848): a classic group with members as a
+        # consumer group (None: there is none; HeartbeatError: it may not be upgraded),
+        # and a consumer group left with classic members only, made classic again
+        self.upgrade: Callable[[str, TopicLookup], ConsumerGroup | None] = lambda g, t: None
+        self.downgrade: Callable[[ConsumerGroup, str], bool] = lambda group, member: False
         self.rebalances = 0  # group epoch bumps, all groups together
         self.assignment_times = Timings()  # the server-side assignor's runs
         # a group changed outside a heartbeat (a timer fenced a member, or it was dropped)
@@ -111,63 +86,14 @@ class ConsumerGroups:
 
     def heartbeat(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerHeartbeatResult:
         try:
-            self._validate(p)
+            validate_heartbeat(p, self.config.assignors)
             if p.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave(p)
             return self._heartbeat(p, topics)
         except HeartbeatError as e:
             return ConsumerHeartbeatResult(e.code, e.message)
 
-    def _validate(self, p: ConsumerHeartbeat) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-
-        def invalid(message: str) -> HeartbeatError:
-            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
-
-        if p.group_id == "":
-            raise invalid("GroupId can't be empty.")
-        if p.instance_id == "":
-            raise invalid("InstanceId can't be empty.")
-        if p.rack_id == "":
-            raise invalid("RackId can't be empty.")
-        if p.member_epoch > 0 or p.member_epoch == LEAVE_EPOCH:
-            if p.member_id == "":
-                raise invalid("MemberId can't be empty.")
-        elif p.member_epoch == 0:
-            if p.api_version >= 1 and p.member_id == "":
-                raise invalid("MemberId can't be empty.")
-            if p.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if p.owned is None or any(p.owned.values()):
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not p.subscribed_topic_names and p.subscribed_topic_regex is None:
-                raise invalid(
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
-                )
-        elif p.member_epoch == STATIC_LEAVE_EPOCH:
-            if p.member_id == "":
-                raise invalid("MemberId can't be empty.")
-            if p.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        else:
-            raise invalid("MemberEpoch is invalid.")
-        if p.server_assignor is not None and p.server_assignor not in self.config.assignors:
-            raise HeartbeatError(
-                ErrorCode.UNSUPPORTED_ASSIGNOR,
-                f"ServerAssignor {p.server_assignor} is not supported. Supported assignors: "
-                + ", ".join(self.config.assignors)
-                + ".",
-            )
-        if p.subscribed_topic_regex:
-            try:
-                re.compile(p.subscribed_topic_regex)
-            except re.error as e:
-                raise HeartbeatError(
-                    ErrorCode.INVALID_REGULAR_EXPRESSION,
-                    f"SubscribedTopicRegex {p.subscribed_topic_regex} is invalid: {e}",
-                ) from None
-
-    def _group_for(self, p: ConsumerHeartbeat) -> ConsumerGroup:
+    def _group_for(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerGroup:
         group = self.groups.get(p.group_id)
         if group is not None:
             return group
@@ -178,11 +104,7 @@ class ConsumerGroups:
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Consumer group {p.group_id} has no member {p.member_id}.",
             )
-        if self.classic_in_use(p.group_id):
-            raise HeartbeatError(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {p.group_id} is not a consumer group."
-            )
-        return ConsumerGroup(p.group_id)
+        return self.upgrade(p.group_id, topics) or ConsumerGroup(p.group_id)
 
     def _member_for(
         self, group: ConsumerGroup, member_id: str, p: ConsumerHeartbeat
@@ -207,7 +129,7 @@ class ConsumerGroups:
                 # one's assignment and target
                 target = group.target.get(static.member_id, NO_PARTITIONS)
                 group.remove(static.member_id)
-                self._cancel_timers(group.group_id, static.member_id)
+                self.cancel_timers(group.group_id, static.member_id)
                 group.target[member_id] = target
                 taken = replace(
                     static, member_id=member_id, member_epoch=0, previous_member_epoch=0
@@ -246,35 +168,11 @@ class ConsumerGroups:
             )
             group.put(restart)
             return restart
-        self._check_epoch(existing, p)
+        check_epoch(existing, p)
         return existing
 
-    @staticmethod
-    def _check_epoch(member: ConsumerMember, p: ConsumerHeartbeat) -> None:
-        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: the previous epoch is taken
-        if the member owns no more than its assignment (the answer that bumped the epoch
-        may have been lost)."""
-        received = p.member_epoch
-        if received > member.member_epoch:
-            raise HeartbeatError(
-                ErrorCode.FENCED_MEMBER_EPOCH,
-                f"The consumer group member has a greater member epoch ({received}) than the "
-                f"one known by the group coordinator ({member.member_epoch}). The member must "
-                "abandon all its partitions and rejoin.",
-            )
-        if received < member.member_epoch:
-            owned = _partitions(p.owned) if p.owned is not None else None
-            subset = owned is not None and owned <= member.assigned
-            if received != member.previous_member_epoch or not subset:
-                raise HeartbeatError(
-                    ErrorCode.FENCED_MEMBER_EPOCH,
-                    f"The consumer group member has a smaller member epoch ({received}) than "
-                    f"the one known by the group coordinator ({member.member_epoch}). The "
-                    "member must abandon all its partitions and rejoin.",
-                )
-
     def _heartbeat(self, p: ConsumerHeartbeat, topics: TopicLookup) -> ConsumerHeartbeatResult:
-        group = self._group_for(p)
+        group = self._group_for(p, topics)
         member_id = p.member_id or new_member_id()
         member = self._member_for(group, member_id, p)
         updated = replace(
@@ -302,27 +200,55 @@ class ConsumerGroups:
             client_id=p.client_id,
             client_host=p.client_host,
         )
+        owned = partitions_of(p.owned) if p.owned is not None else None
+        reconciled = self.update_member(group, member, updated, topics, owned)
+        self.schedule_session(group.group_id, member_id)
+
+        full = p.member_epoch == 0 or (
+            p.rebalance_timeout_ms != -1
+            and p.subscribed_topic_names is not None
+            and p.owned is not None
+        )
+        changed = reconciled.assigned != member.assigned
+        return ConsumerHeartbeatResult(
+            ErrorCode.NONE,
+            member_id=member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+            assignment=by_topic(reconciled.assigned) if full or changed else None,
+        )
+
+    def update_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        updated: ConsumerMember,
+        topics: TopicLookup,
+        owned: Partitions | None,
+    ) -> ConsumerMember:
+        """Kafka's three steps for a member of either protocol: store ``updated`` (the
+        group epoch bumped if it is new or its subscription, or the topics the group's
+        subscriptions resolve to, changed), a new target assignment if the group epoch is
+        past it, and the member reconciled one step towards its target. Returns the
+        member as it is now."""
+        member_id = updated.member_id
         bump = member_id not in group.members or (
             set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
         )
         self.groups[group.group_id] = group
         group.put(updated)
-        metadata = _subscription_metadata(group, topics)
+        metadata = subscription_metadata(group, topics)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
             bump = True
         if bump:
-            group.group_epoch += 1
-            self.rebalances += 1
-            log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
+            self._bump(group)
         if group.group_epoch > group.assignment_epoch:
             self._assign(group)
         group.resolved_regexes = {
             m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
         }
-
-        owned = _partitions(p.owned) if p.owned is not None else None
         target = group.target.get(member_id, NO_PARTITIONS)
         reconciled = reconcile(
             updated, group.assignment_epoch, target, group.partition_epochs, owned
@@ -339,21 +265,12 @@ class ConsumerGroups:
                 )
             else:
                 self.timers.cancel(key)
-        self._schedule_session(group.group_id, member_id)
+        return reconciled
 
-        full = p.member_epoch == 0 or (
-            p.rebalance_timeout_ms != -1
-            and p.subscribed_topic_names is not None
-            and p.owned is not None
-        )
-        changed = reconciled.assigned != member.assigned
-        return ConsumerHeartbeatResult(
-            ErrorCode.NONE,
-            member_id=member_id,
-            member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.heartbeat_interval_ms,
-            assignment=_by_topic(reconciled.assigned) if full or changed else None,
-        )
+    def _bump(self, group: ConsumerGroup) -> None:
+        group.group_epoch += 1
+        self.rebalances += 1
+        log.info("group %s: group epoch %d", group.group_id, group.group_epoch)
 
     def _assign(self, group: ConsumerGroup) -> None:
         """A new target assignment at the group epoch, by the group's assignor."""
@@ -363,7 +280,7 @@ class ConsumerGroups:
             m.member_id: MemberSpec(
                 subscribed=frozenset(
                     group.subscription_metadata[t][0]
-                    for t in _subscribed(m, group.subscription_metadata, group.resolved_regexes)
+                    for t in subscribed(m, group.subscription_metadata, group.resolved_regexes)
                 ),
                 instance_id=m.instance_id,
                 current=group.target.get(m.member_id, NO_PARTITIONS),
@@ -416,42 +333,64 @@ class ConsumerGroups:
             )
             log.info("group %s: static member %s left for now", group.group_id, member.member_id)
         else:
-            self._fence(group, member.member_id, "it left the group")
+            self.fence(group, member.member_id, "it left the group")
         return ConsumerHeartbeatResult(
             ErrorCode.NONE, member_id=p.member_id, member_epoch=p.member_epoch
         )
 
-    def _fence(self, group: ConsumerGroup, member_id: str, why: str) -> None:
-        if group.remove(member_id) is None:
+    def fence(self, group: ConsumerGroup, member_id: str, why: str) -> None:
+        """Kafka's consumerGroupFenceMember: the member leaves and the group epoch is
+        bumped; or, if it was the last consumer-protocol member among classic ones and
+        group.consumer.migration.policy allows, the group becomes a classic group again
+        (``downgrade``, the coordinator's)."""
+        if member_id not in group.members:
             return
-        self._cancel_timers(group.group_id, member_id)
-        group.resolved_regexes &= {m.subscribed_topic_regex for m in group.members.values()}
-        group.group_epoch += 1
-        self.rebalances += 1
-        log.info("group %s: member %s removed: %s", group.group_id, member_id, why)
+        if self._may_downgrade(group, member_id) and self.downgrade(group, member_id):
+            log.info("group %s: %s left (%s): classic again", group.group_id, member_id, why)
+            return
+        self.remove_members(group, [member_id], why)
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.timers.cancel(("consumer-session", group_id, member_id))
-        self.timers.cancel(("consumer-rebalance", group_id, member_id))
+    def _may_downgrade(self, group: ConsumerGroup, member_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMember."""
+        if not group.all_classic_except(member_id) or len(group.members) <= 1:
+            return False
+        if not self.config.downgrade_enabled:
+            log.info("group %s: not downgraded to classic (migration policy)", group.group_id)
+            return False
+        return len(group.members) - 1 <= self.config.classic_max_size
 
-    def _schedule_session(self, group_id: str, member_id: str) -> None:
+    def remove_members(self, group: ConsumerGroup, member_ids: Iterable[str], why: str) -> None:
+        """The members leave; the group epoch is bumped once if any did."""
+        removed = [m for m in member_ids if group.remove(m) is not None]
+        for member_id in removed:
+            self.cancel_timers(group.group_id, member_id)
+            log.info("group %s: member %s removed: %s", group.group_id, member_id, why)
+        if removed:
+            group.resolved_regexes &= {m.subscribed_topic_regex for m in group.members.values()}
+            self._bump(group)
+
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
+        for kind in ("consumer-session", "consumer-rebalance", "consumer-join", "consumer-sync"):
+            self.timers.cancel((kind, group_id, member_id))
+
+    def schedule_session(self, group_id: str, member_id: str, timeout_ms: int = 0) -> None:
         self.timers.schedule(
             ("consumer-session", group_id, member_id),
-            self.config.session_timeout_ms / 1000,
+            (timeout_ms or self.config.session_timeout_ms) / 1000,
             lambda: self._session_expired(group_id, member_id),
         )
 
     def _session_expired(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
         if group is not None:
-            self._fence(group, member_id, "its session expired")
+            self.fence(group, member_id, "its session expired")
             self.on_change(group_id)
 
     def _rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
         group = self.groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
         if group is not None and member is not None and member.member_epoch == epoch:
-            self._fence(group, member_id, f"it did not revoke its partitions of epoch {epoch}")
+            self.fence(group, member_id, f"it did not revoke its partitions of epoch {epoch}")
             self.on_change(group_id)
 
     def forget_empty(self, keep: Callable[[str], bool]) -> None:
@@ -467,7 +406,8 @@ class ConsumerGroups:
         start now, and a member still revoking gets its rebalance timeout again."""
         self.groups[group.group_id] = group
         for m in group.members.values():
-            self._schedule_session(group.group_id, m.member_id)
+            timeout = m.classic.session_timeout_ms if m.classic is not None else 0
+            self.schedule_session(group.group_id, m.member_id, timeout)
             if m.state is MemberState.UNREVOKED_PARTITIONS:
                 self.timers.schedule(
                     ("consumer-rebalance", group.group_id, m.member_id),
@@ -480,7 +420,7 @@ class ConsumerGroups:
         for group_id in list(group_ids):
             group = self.groups.pop(group_id, None)
             for member_id in [] if group is None else list(group.members):
-                self._cancel_timers(group_id, member_id)
+                self.cancel_timers(group_id, member_id)
 
     # ============================================================ offsets
 
@@ -491,24 +431,14 @@ class ConsumerGroups:
             return None
         if member_epoch < 0 and not group.members:
             return ErrorCode.NONE  # an admin client, or a consumer without a group
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return _epoch_error(group.members.get(member_id), member_epoch)
 
     def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """Kafka's ConsumerGroup.validateOffsetFetch."""
         group = self.groups.get(group_id)
         if group is None or (member_id is None and member_epoch < 0):
             return ErrorCode.NONE
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return _epoch_error(group.members.get(member_id or ""), member_epoch)
 
     def in_use(self, group_id: str) -> bool:
         """Whether ``group_id`` is a consumer group with members."""
@@ -543,8 +473,9 @@ class ConsumerGroups:
                     client_host=m.client_host,
                     subscribed_topic_names=m.subscribed_topic_names,
                     subscribed_topic_regex=m.subscribed_topic_regex,
-                    assignment=_by_topic(m.assigned),
-                    target_assignment=_by_topic(group.target.get(m.member_id, NO_PARTITIONS)),
+                    assignment=by_topic(m.assigned),
+                    target_assignment=by_topic(group.target.get(m.member_id, NO_PARTITIONS)),
+                    member_type=0 if m.uses_classic else 1,
                 )
                 for m in group.members.values()
             ),
@@ -555,45 +486,11 @@ class ConsumerGroups:
         return [(g.group_id, str(g.state)) for g in self.groups.values()]
 
 
-def _subscribed(
-    member: ConsumerMember, metadata: dict[str, tuple[uuid.UUID, int]], resolved: set[str]
-) -> set[str]:
-    """The topic names ``member`` is subscribed to that exist (names and its regex, once
-    resolved)."""
-    names = {t for t in member.subscribed_topic_names if t in metadata}
-    if member.subscribed_topic_regex in resolved:
-        pattern = re.compile(member.subscribed_topic_regex)
-        names |= {t for t in metadata if t not in INTERNAL_TOPICS and pattern.fullmatch(t)}
-    return names
-
-
-def _subscription_metadata(
-    group: ConsumerGroup, topics: TopicLookup
-) -> dict[str, tuple[uuid.UUID, int]]:
-    """The topics the group's members subscribe to, by name or by a resolved regex, as
-    they are now (internal topics never match a regex)."""
-    wanted = group.subscribed_names()
-    patterns = [re.compile(r) for r in sorted(group.resolved_regexes)]
-    if patterns:
-        wanted |= {
-            t
-            for t in topics.names()
-            if t not in INTERNAL_TOPICS and any(p.fullmatch(t) for p in patterns)
-        }
-    out = {}
-    for name in sorted(wanted):
-        meta = topics.by_name(name)
-        if meta is not None and meta.partitions > 0:
-            out[name] = (meta.topic_id, meta.partitions)
-    return out
-
-
-def _partitions(assignment: Assignment) -> Partitions:
-    return frozenset((t, p) for t, ps in assignment.items() for p in ps)
-
-
-def _by_topic(partitions: Partitions) -> dict[uuid.UUID, list[int]]:
-    out: dict[uuid.UUID, list[int]] = {}
-    for t, p in sorted(partitions, key=lambda tp: (str(tp[0]), tp[1])):
-        out.setdefault(t, []).append(p)
-    return out
+def _epoch_error(member: ConsumerMember | None, epoch: int) -> int:
+    """Kafka's validateMemberEpoch: a classic member's stale generation is
+    ILLEGAL_GENERATION, a consumer-protocol member's stale epoch STALE_MEMBER_EPOCH."""
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if epoch != member.member_epoch:
+        return ErrorCode.ILLEGAL_GENERATION if member.uses_classic else ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE

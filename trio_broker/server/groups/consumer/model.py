@@ -27,6 +27,19 @@ class MemberState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMeta:
+    """What a classic member inside a consumer group keeps of its JoinGroup (Kafka's
+    ClassicMemberMetadata): its session timeout and its protocols, in its order."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        return self.protocols[0][0]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None
@@ -42,6 +55,11 @@ class ConsumerMember:
     server_assignor: str | None = None
     assigned: Partitions = NO_PARTITIONS
     pending_revocation: Partitions = NO_PARTITIONS
+    classic: ClassicMeta | None = None  # a member speaking the classic protocol
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def with_epoch(self, epoch: int) -> ConsumerMember:
         return replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch)
@@ -130,6 +148,38 @@ class ConsumerGroup:
         for tp in member.assigned | member.pending_revocation:
             if self.partition_epochs.get(tp) == member.member_epoch:
                 del self.partition_epochs[tp]
+
+    def classic_members(self) -> int:
+        return sum(1 for m in self.members.values() if m.classic is not None)
+
+    def all_classic_except(self, member_id: str) -> bool:
+        """Kafka's allMembersUseClassicProtocolExcept: ``member_id`` is the only member
+        speaking the consumer protocol."""
+        member = self.members.get(member_id)
+        return (
+            member is not None
+            and member.classic is None
+            and self.classic_members() == len(self.members) - 1
+        )
+
+    def supports_classic(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Kafka's supportsClassicProtocols: a classic member may join if its protocol
+        type is consumer and one of its protocols is supported by every classic member."""
+        names = list(names)
+        if protocol_type != "consumer":
+            return False
+        classic = [m.classic for m in self.members.values() if m.classic is not None]
+        if not self.members:
+            return bool(names)
+        return any(all(n in (p for p, _ in c.protocols) for c in classic) for n in names)
+
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """Kafka's waitingOnUnreleasedPartition: a partition of its target still held by
+        another member."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        target = self.target.get(member.member_id, NO_PARTITIONS)
+        return any(tp in self.partition_epochs for tp in target - member.assigned)
 
     def subscribed_names(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}

@@ -8,7 +8,8 @@ deletes) and ``restore`` (a ``ConsumerGroup`` as the log left it).
 The records are Kafka 4's (``protocol.messages.coordinator_records``, record types 3-8):
 the group epoch (``ConsumerGroupMetadata``), the topics the target assignment was computed
 from (``ConsumerGroupPartitionMetadata``, its racks left empty as Kafka 4 leaves them), each
-member's subscription (``ConsumerGroupMemberMetadata``), the target assignment's epoch
+member's subscription (``ConsumerGroupMemberMetadata``, with a classic member's session timeout and
+protocols), the target assignment's epoch
 (``ConsumerGroupTargetAssignmentMetadata``) and each member's target
 (``ConsumerGroupTargetAssignmentMember``), and each member's epochs, state and partitions
 (``ConsumerGroupCurrentMemberAssignment``). A member removed gets tombstones for its three
@@ -31,6 +32,8 @@ from typing import Any
 
 from ....protocol.messages.coordinator_records import (
     CONSUMER_GROUP_VALUE_VERSION,
+    ClassicMemberMetadata,
+    ClassicProtocol,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupKey,
@@ -50,7 +53,14 @@ from ....protocol.messages.coordinator_records import (
     encode_value,
 )
 from ....records import Record
-from .model import NO_PARTITIONS, ConsumerGroup, ConsumerMember, MemberState, Partitions
+from .model import (
+    NO_PARTITIONS,
+    ClassicMeta,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    Partitions,
+)
 
 # Kafka's MemberState byte values
 MEMBER_STATE_BYTES = {
@@ -84,6 +94,7 @@ def _image(group: ConsumerGroup | None) -> Image:
             m.subscribed_topic_regex,
             m.rebalance_timeout_ms,
             m.server_assignor,
+            m.classic,
         )
         image[(8, m.member_id)] = (
             m.member_epoch,
@@ -140,7 +151,7 @@ def _record_value(key: ImageKey, value: Any) -> ConsumerGroupValue:
     if record_type == 6:
         return ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=value)
     if record_type == 5:
-        instance, rack, client, host, names, regex, timeout, assignor = value
+        instance, rack, client, host, names, regex, timeout, assignor, classic = value
         return ConsumerGroupMemberMetadataValue(
             instance_id=instance,
             rack_id=rack,
@@ -150,6 +161,14 @@ def _record_value(key: ImageKey, value: Any) -> ConsumerGroupValue:
             subscribed_topic_regex=regex,
             rebalance_timeout_ms=timeout,
             server_assignor=assignor,
+            classic_member_metadata=None
+            if classic is None
+            else ClassicMemberMetadata(
+                session_timeout_ms=classic.session_timeout_ms,
+                supported_protocols=[
+                    ClassicProtocol(name=n, metadata=md) for n, md in classic.protocols
+                ],
+            ),
         )
     if record_type == 7:
         return ConsumerGroupTargetAssignmentMemberValue(topic_partitions=_topic_partitions(value))
@@ -302,6 +321,7 @@ def restore(group_id: str, loaded: LoadedConsumerGroup) -> ConsumerGroup:
             subscribed_topic_names=tuple(meta.subscribed_topic_names),
             subscribed_topic_regex=meta.subscribed_topic_regex,
             server_assignor=meta.server_assignor,
+            classic=_classic(meta.classic_member_metadata),
         )
         current = loaded.current.get(member_id)
         if current is not None:
@@ -321,3 +341,10 @@ def restore(group_id: str, loaded: LoadedConsumerGroup) -> ConsumerGroup:
         m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex
     }
     return group
+
+
+def _classic(meta: ClassicMemberMetadata | None) -> ClassicMeta | None:
+    if meta is None:
+        return None
+    protocols = tuple((p.name, bytes(p.metadata)) for p in meta.supported_protocols)
+    return ClassicMeta(meta.session_timeout_ms, protocols)
