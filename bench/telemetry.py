@@ -31,7 +31,6 @@ Every load is bounded by ``--instances``.
 from __future__ import annotations
 
 import argparse
-import time
 import uuid
 from typing import Any
 
@@ -47,16 +46,6 @@ from _common import (
     wait_quiet,
     write_json,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.metrics.v1.metrics_pb2 import (
-    Gauge,
-    Metric,
-    MetricsData,
-    NumberDataPoint,
-    ResourceMetrics,
-    ScopeMetrics,
-    Sum,
-)
 
 import trio_broker.protocol.messages  # noqa: F401  (registers the message classes)
 from trio_broker.protocol.errors import ErrorCode
@@ -67,41 +56,14 @@ from trio_broker.protocol.messages.telemetry import (
 )
 from trio_broker.records import Compression
 from trio_broker.records.codec import compress
+from trio_broker.testing.otlp import LIBRDKAFKA_PRODUCER, otlp_metrics
 from trio_broker.tools.client import WireClient
 
 ZERO = uuid.UUID(int=0)
-GAUGES = (
-    "connection.creation.rate",
-    "node.request.latency.avg",
-    "node.request.latency.max",
-    "produce.throttle.time.avg",
-    "produce.throttle.time.max",
-    "record.queue.time.avg",
-    "record.queue.time.max",
-    "request.latency.avg",
-    "request.latency.max",
-)
 
 
 def librdkafka_like_payload() -> bytes:
-    now = time.time_ns()
-    prefix = "org.apache.kafka.producer."
-    node = [KeyValue(key="node.id", value=AnyValue(int_value=0))]
-    metrics = [
-        Metric(
-            name=prefix + "connection.creation.total",
-            sum=Sum(data_points=[NumberDataPoint(as_int=1, time_unix_nano=now)]),
-        )
-    ]
-    for name in GAUGES:
-        point = NumberDataPoint(
-            as_double=1.25, time_unix_nano=now, attributes=node if "node." in name else []
-        )
-        metrics.append(Metric(name=prefix + name, gauge=Gauge(data_points=[point])))
-    data = MetricsData(
-        resource_metrics=[ResourceMetrics(scope_metrics=[ScopeMetrics(metrics=metrics)])]
-    )
-    return compress(Compression.ZSTD, data.SerializeToString())
+    return compress(Compression.ZSTD, otlp_metrics(LIBRDKAFKA_PRODUCER))
 
 
 def phase(b: BrokerProcess, client: WireClient, n: int, kind: str, payload: bytes) -> float:

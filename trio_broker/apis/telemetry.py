@@ -27,6 +27,7 @@ def client_of(ctx: RequestContext) -> ClientInfo:
         software_version=version or "",
         address=ctx.client_host,
         port=ctx.client_port,
+        connection_id=ctx.connection_id,
     )
 
 

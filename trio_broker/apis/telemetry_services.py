@@ -27,6 +27,7 @@ class ClientInfo:
     software_version: str
     address: str
     port: int
+    connection_id: str = ""  # the connection the request came on
 
 
 @dataclass(slots=True)
