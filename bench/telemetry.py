@@ -11,7 +11,11 @@ instance expires during the run):
   makes the instance) then a PushTelemetry with no metrics (the protocol's bookkeeping);
 - **push**: the same with a payload like librdkafka 2.16's producer sends (its ten
   ``org.apache.kafka.producer.*`` metrics, one with a ``node.id`` attribute, zstd,
-  OpenTelemetry's classes): decompression, OTLP decoding and keeping the points.
+  ``trio_broker.testing.otlp``): what the request path does with a payload (decompression
+  and a check that it parses as OTLP; before the lazy decoding, the decoding too);
+- **reads**: then ``GET /v1/client-metrics`` twice, wall time and broker CPU: the first
+  decodes every payload pushed and not read yet, the second finds them decoded (both
+  include the JSON of every instance kept).
 
 Each is the broker's CPU seconds (``/proc``) over the phase, divided by the pairs sent;
 "push - reference" is what telemetry adds over two plain requests. The client is this
@@ -20,7 +24,12 @@ after the reference (the base) and after each telemetry phase; with ``--cap`` be
 ``--instances`` the broker keeps ``--cap`` instances and evicts the rest, and the RSS says
 whether memory stays bounded. ``--faults`` runs every setting twice: fault injection off
 (the default, no hook on the request path) and on (``testing.faults.enable=true``, no rule
-set: the hook's cost alone).
+set: the hook's cost alone). ``--compare-src DIR`` runs every setting first with the
+broker of another checkout (``PYTHONPATH=DIR``; the client side stays this one's), for a
+before/after in one run against the same reference phase:
+
+    git worktree add --detach /tmp/base <commit>
+    .venv/bin/python bench/telemetry.py --faults --compare-src /tmp/base
 
     .venv/bin/python bench/telemetry.py                       # 10,000 instances, ~1-2 min
     .venv/bin/python bench/telemetry.py --instances 200 --json out.json
@@ -31,6 +40,9 @@ Every load is bounded by ``--instances``.
 from __future__ import annotations
 
 import argparse
+import json
+import time
+import urllib.request
 import uuid
 from typing import Any
 
@@ -90,23 +102,28 @@ def phase(b: BrokerProcess, client: WireClient, n: int, kind: str, payload: byte
     return cpu_seconds(b.pid) - before
 
 
-def figures(b: BrokerProcess) -> dict[str, Any]:
-    import json
-    import urllib.request
-
-    with urllib.request.urlopen(f"{b.admin_url}/v1/metrics", timeout=10) as resp:
-        section: dict[str, Any] = json.loads(resp.read())["client_telemetry"]
-    return section
+def get_json(b: BrokerProcess, path: str) -> Any:
+    with urllib.request.urlopen(f"{b.admin_url}{path}", timeout=120) as resp:
+        return json.loads(resp.read())
 
 
-def run_setting(args: argparse.Namespace, faults: bool, cap: int) -> dict[str, Any]:
+def read_clients(b: BrokerProcess) -> tuple[float, float, int]:
+    """One ``GET /v1/client-metrics``: wall ms, broker CPU ms, clients listed."""
+    cpu, wall = cpu_seconds(b.pid), time.perf_counter()
+    clients = len(get_json(b, "/v1/client-metrics")["clients"])
+    return (time.perf_counter() - wall) * 1e3, (cpu_seconds(b.pid) - cpu) * 1e3, clients
+
+
+def run_setting(
+    args: argparse.Namespace, faults: bool, cap: int, source: str | None
+) -> dict[str, Any]:
     overrides = [
         "admin.listeners=http://127.0.0.1:0",
         f"client.metrics.max.clients={cap}",
         f"testing.faults.enable={'true' if faults else 'false'}",
     ]
     payload = librdkafka_like_payload()
-    with BrokerProcess(overrides, base_dir=args.data_dir) as b:
+    with BrokerProcess(overrides, base_dir=args.data_dir, source=source) as b:
         url = f"{b.admin_url}/v1/client-metrics/subscriptions/all"
         http("PUT", url, {"metrics": "*", "interval.ms": 3_600_000})
         with WireClient(b.bootstrap, client_id="bench") as client:
@@ -117,9 +134,13 @@ def run_setting(args: argparse.Namespace, faults: bool, cap: int) -> dict[str, A
             empty_rss = rss_bytes(b.pid)
             full = phase(b, client, args.instances, "push", payload)
             full_rss = rss_bytes(b.pid)
-        kept = figures(b)
+        first_read = read_clients(b)  # decodes what was pushed and never read (lazily)
+        second_read = read_clients(b)  # what is decoded stays so
+        read_rss = rss_bytes(b.pid)
+        kept = get_json(b, "/v1/metrics")["client_telemetry"]
     n = args.instances
     return {
+        "code": "compared" if source else "this",
         "faults": faults,
         "cap": cap,
         "instances_made": 2 * n,
@@ -131,6 +152,12 @@ def run_setting(args: argparse.Namespace, faults: bool, cap: int) -> dict[str, A
         "rss_base_mb": base_rss / 2**20,
         "rss_after_empty_mb": empty_rss / 2**20,
         "rss_after_push_mb": full_rss / 2**20,
+        "first_read_ms": first_read[0],
+        "first_read_cpu_ms": first_read[1],
+        "second_read_ms": second_read[0],
+        "second_read_cpu_ms": second_read[1],
+        "clients_read": first_read[2],
+        "rss_after_read_mb": read_rss / 2**20,
         "instances_kept": kept["instances"],
         "evicted": kept["evicted"],
     }
@@ -143,6 +170,11 @@ def main() -> None:
         "--cap", default="16384,5000", help="client.metrics.max.clients values, comma-separated"
     )
     parser.add_argument("--faults", action="store_true", help="also with fault injection on")
+    parser.add_argument(
+        "--compare-src",
+        help="another checkout (e.g. a git worktree of the base commit): each setting runs "
+        "its broker too, just before this one's",
+    )
     parser.add_argument("--data-dir", default=default_data_dir())
     parser.add_argument("--wait-quiet", type=float, default=10.0)
     parser.add_argument("--json")
@@ -152,14 +184,20 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for cap in [int(c) for c in str(args.cap).split(",")]:
         for faults in (False, True) if args.faults else (False,):
-            busy = wait_quiet(args.wait_quiet)
-            log(f"cap {cap}, faults {'on' if faults else 'off'} (machine {busy:.0%} busy)")
-            row = run_setting(args, faults, cap)
-            row["machine_busy"] = busy
-            rows.append(row)
+            for source in [args.compare_src, None] if args.compare_src else [None]:
+                busy = wait_quiet(args.wait_quiet)
+                code = "compared" if source else "this"
+                log(
+                    f"cap {cap}, faults {'on' if faults else 'off'}, {code} checkout "
+                    f"(machine {busy:.0%} busy)"
+                )
+                row = run_setting(args, faults, cap, source)
+                row["machine_busy"] = busy
+                rows.append(row)
     print(
         table(
             [
+                "code",
                 "cap",
                 "faults",
                 "ref us/pair",
@@ -169,11 +207,15 @@ def main() -> None:
                 "RSS base MB",
                 "RSS +empty MB",
                 "RSS +push MB",
+                "1st read ms",
+                "1st read CPU ms",
+                "2nd read ms",
                 "kept",
                 "evicted",
             ],
             [
                 [
+                    r["code"],
                     r["cap"],
                     "on" if r["faults"] else "off",
                     r["reference_us"],
@@ -183,6 +225,9 @@ def main() -> None:
                     r["rss_base_mb"],
                     r["rss_after_empty_mb"],
                     r["rss_after_push_mb"],
+                    r["first_read_ms"],
+                    r["first_read_cpu_ms"],
+                    r["second_read_ms"],
                     r["instances_kept"],
                     r["evicted"],
                 ]

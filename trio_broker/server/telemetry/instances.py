@@ -48,6 +48,7 @@ from crc32c import crc32c
 
 from ...apis.telemetry_services import ClientInfo, Subscribed
 from ...protocol.errors import ErrorCode
+from ...protocol.messages.telemetry import PushTelemetryRequest
 from ...records import Compression
 from .otlp import PayloadError, Point, decode, read_payload
 from .subscriptions import ALL_METRICS, INTERVAL_MS_DEFAULT, SubscriptionStore
@@ -238,15 +239,9 @@ class ClientInstances:
             requested_metrics=list(inst.metrics),
         )
 
-    def push(
-        self,
-        client: ClientInfo,
-        instance_id: uuid.UUID,
-        subscription_id: int,
-        terminating: bool,
-        compression_type: int,
-        metrics: bytes,
-    ) -> tuple[int, str | None]:
+    def push(self, client: ClientInfo, request: PushTelemetryRequest) -> tuple[int, str | None]:
+        instance_id, terminating = request.client_instance_id, request.terminating
+        compression_type, metrics = request.compression_type, bytes(request.metrics or b"")
         if instance_id == _ZERO:
             return (
                 ErrorCode.INVALID_REQUEST,
@@ -254,7 +249,9 @@ class ClientInstances:
             )
         now = self.clock_ms()
         inst = self._instance(instance_id, client, now)
-        code, message = self._refusal(inst, subscription_id, terminating, compression_type, metrics)
+        code, message = self._refusal(
+            inst, request.subscription_id, terminating, compression_type, metrics
+        )
         inst.terminating = inst.terminating or terminating
         if code != ErrorCode.NONE:
             inst.last_error = code
@@ -269,7 +266,7 @@ class ClientInstances:
                 return exc.error_code, str(exc)
             # the latest push replaces the last one: what one instance holds is bounded by
             # one payload (telemetry.max.bytes), however many it pushes
-            inst.pending = raw
+            inst.pending, inst.resource, inst.points = raw, {}, {}
         inst.last_error = ErrorCode.NONE
         inst.pushed_at = time.time()
         if inst.first_pushed_at is None:
