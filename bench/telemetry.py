@@ -134,10 +134,12 @@ def run_setting(
             empty_rss = rss_bytes(b.pid)
             full = phase(b, client, args.instances, "push", payload)
             full_rss = rss_bytes(b.pid)
-        first_read = read_clients(b)  # decodes what was pushed and never read (lazily)
-        second_read = read_clients(b)  # what is decoded stays so
-        read_rss = rss_bytes(b.pid)
-        kept = get_json(b, "/v1/metrics")["client_telemetry"]
+            # read with the connection open (an instance goes with the connection it was
+            # made on: the last one made would go when it closes)
+            first_read = read_clients(b)  # decodes what was pushed and never read (lazily)
+            second_read = read_clients(b)  # what is decoded stays so
+            read_rss = rss_bytes(b.pid)
+            kept = get_json(b, "/v1/metrics")["client_telemetry"]
     n = args.instances
     return {
         "code": "compared" if source else "this",
