@@ -31,8 +31,8 @@ broker, of another checkout (``PYTHONPATH=DIR``; the client side stays this one'
 this one's: the two take turns chunk by chunk, so a before/after sees the same load from
 the rest of the machine and is measured against its own reference phase:
 
-    git worktree add --detach /tmp/base <commit>
-    .venv/bin/python bench/telemetry.py --faults --compare-src /tmp/base
+    git worktree add --detach ../base <commit>
+    .venv/bin/python bench/telemetry.py --faults --compare-src ../base
 
     .venv/bin/python bench/telemetry.py                       # 10,000 instances, ~1-2 min
     .venv/bin/python bench/telemetry.py --instances 200 --json out.json
