@@ -295,7 +295,8 @@ class _LineReader:
 
 class BrokerProcess:
     """``python -m trio_broker`` from this checkout, on port 0, in a temporary directory
-    (with ``storage_delay_ms``, through ``bench/slow_disk_broker.py``: a slow disk).
+    (with ``storage_delay_ms``, through ``bench/slow_disk_broker.py``: a slow disk;
+    with ``source``, the broker of another checkout, for a before/after in one run).
 
     The child gets ``RLIMIT_NOFILE`` raised to its hard limit (the ``ulimit -n`` a
     production broker would be given). ``overrides`` are extra ``key=value`` settings.
@@ -307,8 +308,10 @@ class BrokerProcess:
         log_level: str = "INFO",
         base_dir: str | Path | None = None,
         storage_delay_ms: float = 0.0,
+        source: str | Path | None = None,
     ) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="trio-broker-bench-", dir=base_dir))
+        self.source = Path(source) if source else REPO
         settings = {
             "listeners": "PLAINTEXT://127.0.0.1:0",
             "log.dirs": str(self.dir / "logs"),
@@ -344,7 +347,7 @@ class BrokerProcess:
 
     def start(self, timeout: float = 60) -> BrokerProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.source), env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
             self.args,
             stdin=subprocess.DEVNULL,

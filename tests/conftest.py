@@ -11,6 +11,7 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from .support.brokers import BrokerThread
@@ -52,6 +53,31 @@ def broker(tmp_path: Path) -> Iterator[BrokerThread]:
     ).start()
     yield b
     b.stop()
+
+
+@pytest.fixture
+def telemetry_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerThread]:
+    """A broker with the admin API, for client telemetry (KIP-714): the test module's
+    ``TELEMETRY_SETTINGS`` (broker settings) added, and its ``TELEMETRY_SUBSCRIPTIONS``
+    (name -> the admin API's body) made through the admin API before the test starts."""
+    settings = getattr(request.module, "TELEMETRY_SETTINGS", {})
+    b = BrokerThread(tmp_path / "data", {"admin.listeners": "http://127.0.0.1:0", **settings})
+    b.start()
+    try:
+        with httpx.Client(base_url=b.admin_url, timeout=10) as http:
+            for name, body in getattr(request.module, "TELEMETRY_SUBSCRIPTIONS", {}).items():
+                r = http.put(f"/v1/client-metrics/subscriptions/{name}", json=body)
+                assert r.status_code == 200, r.text
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.fixture
+def telemetry_http(telemetry_broker: BrokerThread) -> Iterator[httpx.Client]:
+    """HTTP to ``telemetry_broker``'s admin API."""
+    with httpx.Client(base_url=telemetry_broker.admin_url, timeout=10) as client:
+        yield client
 
 
 @pytest.fixture

@@ -273,3 +273,18 @@ def test_telemetry(tmp_path: Path) -> None:
         (10, True),
     ]
     assert [(r["instances_kept"], r["evicted"]) for r in rows] == [(40, 0)] * 2 + [(10, 30)] * 2
+    assert all(r["clients_read"] == r["instances_kept"] for r in rows)
+    assert all(r["code"] == "this" for r in rows)
+
+
+def test_telemetry_against_another_checkout(tmp_path: Path) -> None:
+    """``--compare-src``: each setting runs the other checkout's broker first (here this
+    checkout again, standing for a worktree of a base commit)."""
+    doc = _run(
+        "telemetry.py",
+        *("--instances", "5", "--cap", "16384", "--compare-src", str(BENCH.parent)),
+        tmp_path=tmp_path,
+    )
+    rows = doc["results"]["rows"]
+    assert [r["code"] for r in rows] == ["compared", "this"]
+    assert all(r["instances_kept"] == 10 and r["first_read_ms"] > 0 for r in rows)

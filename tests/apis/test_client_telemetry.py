@@ -9,8 +9,7 @@ API are one set, kept across a restart."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -23,20 +22,6 @@ from ..support.metrics import validate_snapshot
 
 INTERVAL_MS = 500
 INVALID_CONFIG, INVALID_REQUEST = 40, 42
-ADMIN = {"admin.listeners": "http://127.0.0.1:0"}
-
-
-@pytest.fixture
-def telemetry_broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    b = BrokerThread(tmp_path / "data", ADMIN).start()
-    yield b
-    b.stop()
-
-
-@pytest.fixture
-def http(telemetry_broker: BrokerThread) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=telemetry_broker.admin_url, timeout=10) as client:
-        yield client
 
 
 def wait_for(what: str, check: Callable[[], Any], tick: Callable[[], None], timeout: float) -> Any:
@@ -62,14 +47,14 @@ def admin_client(b: BrokerThread) -> KafkaAdminClient:
 
 
 def test_a_producer_and_a_consumer_push_within_two_intervals(
-    telemetry_broker: BrokerThread, http: httpx.Client
+    telemetry_broker: BrokerThread, telemetry_http: httpx.Client
 ) -> None:
     sub = {
         "metrics": "org.apache.kafka.producer.,org.apache.kafka.consumer.",
         "interval.ms": INTERVAL_MS,
         "match": "client_id=app-.*",
     }
-    r = http.put("/v1/client-metrics/subscriptions/apps", json=sub)
+    r = telemetry_http.put("/v1/client-metrics/subscriptions/apps", json=sub)
     assert r.status_code == 200, r.text
     assert r.json() == {"name": "apps", **sub}
 
@@ -93,8 +78,8 @@ def test_a_producer_and_a_consumer_push_within_two_intervals(
         consumer.poll(0.05)
 
     try:
-        p = wait_for("the producer's push", lambda: client_entry(http, "app-p"), tick, 20)
-        c = wait_for("the consumer's push", lambda: client_entry(http, "app-c"), tick, 20)
+        p = wait_for("the producer's push", lambda: client_entry(telemetry_http, "app-p"), tick, 20)
+        c = wait_for("the consumer's push", lambda: client_entry(telemetry_http, "app-c"), tick, 20)
         for entry in (p, c):
             assert entry["client_software_name"] == "confluent-kafka-python"
             assert entry["client_software_version"].endswith("rdkafka-2.16.0")
@@ -109,24 +94,26 @@ def test_a_producer_and_a_consumer_push_within_two_intervals(
 
         # the client the subscription does not match asked, and pushes nothing
         def asked() -> bool:
-            clients = http.get("/v1/client-metrics").json()["clients"]
+            clients = telemetry_http.get("/v1/client-metrics").json()["clients"]
             return any(e["client_id"] == "other" for e in clients)
 
         wait_for("the other client's GetTelemetrySubscriptions", asked, tick, 20)
-        assert client_entry(http, "other") is None
+        assert client_entry(telemetry_http, "other") is None
 
         # Prometheus: off by default; on at run time, labelled with the client
         metric = "kafka_client_org_apache_kafka_producer_record_queue_time_avg"
-        assert metric not in http.get("/metrics").text
-        r = http.put("/v1/config", json={"settings": {"client.metrics.prometheus.enable": True}})
+        assert metric not in telemetry_http.get("/metrics").text
+        r = telemetry_http.put(
+            "/v1/config", json={"settings": {"client.metrics.prometheus.enable": True}}
+        )
         assert r.status_code == 200, r.text
-        text = http.get("/metrics").text
+        text = telemetry_http.get("/metrics").text
         line = next(x for x in text.splitlines() if x.startswith(metric + "{"))
         assert 'client_id="app-p"' in line
         assert f'client_instance_id="{p["client_instance_id"]}"' in line
         assert 'client_software_name="confluent-kafka-python"' in line
         assert "kafka_server_client_metrics_instance_count 3.0" in text
-        snapshot = validate_snapshot(http.get("/v1/metrics").json())["client_telemetry"]
+        snapshot = validate_snapshot(telemetry_http.get("/v1/metrics").json())["client_telemetry"]
         assert snapshot["instances"] == 3 and snapshot["pushes"] >= 2
         assert snapshot["subscriptions"] == 1 and snapshot["evicted"] == 0
     finally:
@@ -134,8 +121,39 @@ def test_a_producer_and_a_consumer_push_within_two_intervals(
         producer.flush(5)
 
 
+def test_a_closed_clients_instance_goes_with_its_connection(
+    telemetry_broker: BrokerThread, telemetry_http: httpx.Client
+) -> None:
+    """As Kafka's ClientMetricsManager (its ConnectionDisconnectListener): a librdkafka
+    producer that closes takes its client instance with it at once, long before the
+    expiry of an instance unheard (max(60 s, 3 push intervals))."""
+    sub = {"metrics": "org.apache.kafka.producer.", "interval.ms": INTERVAL_MS}
+    sub["match"] = "client_id=closing"
+    r = telemetry_http.put("/v1/client-metrics/subscriptions/closing", json=sub)
+    assert r.status_code == 200, r.text
+    producer = Producer({"bootstrap.servers": telemetry_broker.bootstrap, "client.id": "closing"})
+
+    def tick() -> None:
+        producer.produce("t", b"v")
+        producer.poll(0.05)
+
+    try:
+        pushed = wait_for("the push", lambda: client_entry(telemetry_http, "closing"), tick, 20)
+    finally:
+        producer.flush(5)
+        producer.close()
+
+    def left() -> bool:
+        clients = telemetry_http.get("/v1/client-metrics").json()["clients"]
+        return all(c["client_instance_id"] != pushed["client_instance_id"] for c in clients)
+
+    wait_for("the closed producer's instance to go", left, lambda: time.sleep(0.02), 10)
+    figures = telemetry_http.get("/v1/metrics").json()["client_telemetry"]
+    assert figures["disconnected"] >= 1 and figures["expired"] == 0
+
+
 def test_kafkas_config_apis_and_the_admin_api_share_one_set_of_subscriptions(
-    telemetry_broker: BrokerThread, http: httpx.Client
+    telemetry_broker: BrokerThread, telemetry_http: httpx.Client
 ) -> None:
     admin = admin_client(telemetry_broker)
     try:
@@ -149,7 +167,7 @@ def test_kafkas_config_apis_and_the_admin_api_share_one_set_of_subscriptions(
         )
         result = admin.alter_configs([made], incremental=True, raise_on_unknown=False)
         assert result == {"client_metrics": {"by-kafka": "OK"}}
-        r = http.get("/v1/client-metrics/subscriptions/by-kafka")
+        r = telemetry_http.get("/v1/client-metrics/subscriptions/by-kafka")
         assert r.json() == {
             "name": "by-kafka",
             "metrics": "org.apache.kafka.producer.",
@@ -157,7 +175,7 @@ def test_kafkas_config_apis_and_the_admin_api_share_one_set_of_subscriptions(
             "match": "",
         }
 
-        r = http.put(
+        r = telemetry_http.put(
             "/v1/client-metrics/subscriptions/by-http",
             json={"metrics": ["a.", "b."], "match": ["client_id=x", "client_software_name=y.*"]},
         )
@@ -183,15 +201,18 @@ def test_kafkas_config_apis_and_the_admin_api_share_one_set_of_subscriptions(
             incremental=True,
             raise_on_unknown=False,
         )
-        assert http.get("/v1/client-metrics/subscriptions/by-http").json()["metrics"] == "a.,b.,c."
+        assert (
+            telemetry_http.get("/v1/client-metrics/subscriptions/by-http").json()["metrics"]
+            == "a.,b.,c."
+        )
         gone = {k: ("DELETE", None) for k in ("metrics", "match")}
         admin.alter_configs(
             [ConfigResource(ConfigResourceType.CLIENT_METRICS, "by-http", configs=gone)],
             incremental=True,
             raise_on_unknown=False,
         )
-        assert http.get("/v1/client-metrics/subscriptions/by-http").status_code == 404
-        r = http.delete("/v1/client-metrics/subscriptions/by-kafka")
+        assert telemetry_http.get("/v1/client-metrics/subscriptions/by-http").status_code == 404
+        r = telemetry_http.delete("/v1/client-metrics/subscriptions/by-kafka")
         assert r.status_code == 200 and r.json()["name"] == "by-kafka"
         assert _names(admin.list_config_resources([ConfigResourceType.CLIENT_METRICS])) == []
     finally:
@@ -225,7 +246,10 @@ def _names(listed: Any) -> list[str]:
     ],
 )
 def test_kafkas_validation_errors(
-    telemetry_broker: BrokerThread, http: httpx.Client, configs: dict[str, Any], error: int
+    telemetry_broker: BrokerThread,
+    telemetry_http: httpx.Client,
+    configs: dict[str, Any],
+    error: int,
 ) -> None:
     admin = admin_client(telemetry_broker)
     try:
@@ -233,7 +257,9 @@ def test_kafkas_validation_errors(
         result = admin.alter_configs([res], incremental=True, raise_on_unknown=False)
         # kafka-python answers an error as its text: "[Error <code>] <name>: <message>"
         assert str(result["client_metrics"]["bad"]).startswith(f"[Error {error}]"), result
-        assert http.get("/v1/client-metrics/subscriptions").json() == {"subscriptions": []}
+        assert telemetry_http.get("/v1/client-metrics/subscriptions").json() == {
+            "subscriptions": []
+        }
     finally:
         admin.close()
 
@@ -250,19 +276,22 @@ def test_kafkas_validation_errors(
     ],
 )
 def test_the_admin_api_refuses_bad_subscriptions(
-    http: httpx.Client, body: dict[str, Any], code: str
+    telemetry_http: httpx.Client, body: dict[str, Any], code: str
 ) -> None:
-    r = http.put("/v1/client-metrics/subscriptions/bad", json=body)
+    r = telemetry_http.put("/v1/client-metrics/subscriptions/bad", json=body)
     assert r.status_code == 400
     assert r.json()["error"]["code"] == code, r.text
-    assert http.get("/v1/client-metrics/subscriptions/bad").status_code == 404
-    assert http.delete("/v1/client-metrics/subscriptions/bad").status_code == 404
+    assert telemetry_http.get("/v1/client-metrics/subscriptions/bad").status_code == 404
+    assert telemetry_http.delete("/v1/client-metrics/subscriptions/bad").status_code == 404
 
 
-def test_subscriptions_survive_a_restart(telemetry_broker: BrokerThread) -> None:
-    with httpx.Client(base_url=telemetry_broker.admin_url, timeout=10) as http:
-        body = {"metrics": "*", "interval.ms": 2000, "match": "client_id=a"}
-        assert http.put("/v1/client-metrics/subscriptions/kept", json=body).status_code == 200
+def test_subscriptions_survive_a_restart(
+    telemetry_broker: BrokerThread, telemetry_http: httpx.Client
+) -> None:
+    body = {"metrics": "*", "interval.ms": 2000, "match": "client_id=a"}
+    r = telemetry_http.put("/v1/client-metrics/subscriptions/kept", json=body)
+    assert r.status_code == 200
     telemetry_broker.restart()
     with httpx.Client(base_url=telemetry_broker.admin_url, timeout=10) as http:
-        assert http.get("/v1/client-metrics/subscriptions/kept").json() == {"name": "kept", **body}
+        r = http.get("/v1/client-metrics/subscriptions/kept")
+        assert r.json() == {"name": "kept", **body}

@@ -14,7 +14,6 @@ import io
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +36,7 @@ BUCKET_S = 2
 LINGER_MS = 50
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    b = BrokerThread(tmp_path / "data", {"admin.listeners": "http://127.0.0.1:0"}).start()
-    yield b
-    b.stop()
+TELEMETRY_SUBSCRIPTIONS = {"all": {"metrics": "*", "interval.ms": 500}}  # telemetry_broker's
 
 
 def load(b: BrokerThread, until: threading.Event) -> dict[str, int]:
@@ -79,11 +74,9 @@ def rows(path: Path) -> list[dict[str, Any]]:
 
 
 def test_the_clients_pushes_become_the_clients_and_produce_path_tables(
-    spark: Any, broker: BrokerThread, tmp_path: Path
+    spark: Any, telemetry_broker: BrokerThread, tmp_path: Path
 ) -> None:
-    sub = {"metrics": "*", "interval.ms": 500}
-    r = httpx.put(f"{broker.admin_url}/v1/client-metrics/subscriptions/all", json=sub)
-    assert r.status_code == 200, r.text
+    broker = telemetry_broker
     until = threading.Event()
     done: dict[str, int] = {}
     worker = threading.Thread(target=lambda: done.update(load(broker, until)))

@@ -32,6 +32,7 @@ class RequestContext:
     plane: str
     broker: BrokerView
     client_port: int = 0
+    connection_id: str = ""  # the network layer's id of the connection it came on
     # the client's software name and version from its ApiVersions (KIP-511), if it said
     client_software: tuple[str | None, str | None] = (None, None)
     # The version the response is encoded with; a handler may lower it (ApiVersions

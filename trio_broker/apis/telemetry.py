@@ -27,6 +27,7 @@ def client_of(ctx: RequestContext) -> ClientInfo:
         software_version=version or "",
         address=ctx.client_host,
         port=ctx.client_port,
+        connection_id=ctx.connection_id,
     )
 
 
@@ -48,12 +49,5 @@ async def get_subscriptions(
 
 
 async def push(ctx: RequestContext, req: PushTelemetryRequest) -> PushTelemetryResponse:
-    code, _message = ctx.broker.telemetry.push(
-        client_of(ctx),
-        req.client_instance_id,
-        req.subscription_id,
-        req.terminating,
-        req.compression_type,
-        bytes(req.metrics or b""),
-    )
+    code, _message = ctx.broker.telemetry.push(client_of(ctx), req)
     return PushTelemetryResponse(throttle_time_ms=ctx.throttle_time_ms, error_code=code)

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..protocol.messages.telemetry import PushTelemetryRequest
+
 CLIENT_METRICS = 16  # the config resource type (Kafka's ConfigResource.Type)
 CLIENT_METRICS_CONFIG = 7  # DescribeConfigsResponse.ConfigSource
 ZERO_UUID = uuid.UUID(int=0)
@@ -27,6 +29,7 @@ class ClientInfo:
     software_version: str
     address: str
     port: int
+    connection_id: str = ""  # the connection the request came on
 
 
 @dataclass(slots=True)
@@ -46,16 +49,9 @@ class TelemetryView(Protocol):
     def get_subscriptions(self, client: ClientInfo, instance_id: uuid.UUID) -> Subscribed:
         """GetTelemetrySubscriptions: a zero ``instance_id`` is given a new one."""
 
-    def push(
-        self,
-        client: ClientInfo,
-        instance_id: uuid.UUID,
-        subscription_id: int,
-        terminating: bool,
-        compression_type: int,
-        metrics: bytes,
-    ) -> tuple[int, str | None]:
-        """PushTelemetry: the error code and message (NONE, None: kept)."""
+    def push(self, client: ClientInfo, request: PushTelemetryRequest) -> tuple[int, str | None]:
+        """PushTelemetry (as Kafka's ``processPushTelemetryRequest``, handed the request):
+        the error code and message (NONE, None: kept)."""
 
     def subscription_names(self) -> Sequence[str]:
         """Every subscription's name (ListConfigResources), sorted."""

@@ -6,7 +6,7 @@ limits checked at accept: per-IP refusals, creation-rate waits), round-robin han
 sockets to the processors, live resizing of the processor pool, eviction of connections
 over ``max.connections``, and the ``ConnectionEvents`` its processors report (counted,
 logged once with the peer). ``Shared`` holds what every listener of a socket server
-shares (quotas, counters, the memory pool, the request observers).
+shares (quotas, counters, the memory pool, the request and connection-close observers).
 
 Nursery layout of one listener (outer to inner)::
 
@@ -56,6 +56,7 @@ class Shared:
     processor_ids: Iterator[int]
     data_plane_connections: Callable[[], list[Connection]]
     request_observers: list[Callable[[Request], None]]
+    close_observers: list[Callable[[str], None]]
     max_request_size: int
     idle_timeout_ns: int
     request_read_timeout_ns: int
@@ -184,6 +185,11 @@ class ListenerRuntime:
         self.counters.connections_closed += 1
         self.quotas.closed(self.name, conn.remote[0], control=self.plane == "control")
         log.debug("connection %s closed: %s", conn.id, conn.close_reason)
+        for observer in self.shared.close_observers:
+            try:
+                observer(conn.id)
+            except Exception:  # an observer's bug must not stop the others
+                log.exception("a connection-close observer failed for %s", conn.id)
 
     def connection_reaped(self, conn: Connection) -> None:
         self.counters.connections_reaped += 1

@@ -73,7 +73,9 @@ class SocketServer:
 
     ``api_versions`` maps a plane ("data", "control") to the api keys its listeners serve
     and their versions; a request for anything else closes its connection.
-    ``request_observers`` are called, in order, with every request that ended.
+    ``request_observers`` are called, in order, with every request that ended;
+    ``close_observers`` with the id of every connection that closed (``Request.connection_id``
+    of its requests), after the network layer let go of it.
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class SocketServer:
         limits: ConnectionLimits | None = None,
         queued_max_request_bytes: int = -1,
         request_observers: Iterable[Callable[[Request], None]] = (),
+        close_observers: Iterable[Callable[[str], None]] = (),
     ) -> None:
         self.specs = listeners
         self.num_network_threads = num_network_threads
@@ -98,6 +101,7 @@ class SocketServer:
         self.quotas = ConnectionQuotas(limits or ConnectionLimits())
         self.memory_pool = MemoryPool(queued_max_request_bytes)
         self.request_observers: list[Callable[[Request], None]] = list(request_observers)
+        self.close_observers: list[Callable[[str], None]] = list(close_observers)
         self.counters = NetworkCounters()
         self.auth_counters = AuthCounters()
         self.data_requests = RequestChannel("data", queued_max_requests)
@@ -112,6 +116,7 @@ class SocketServer:
             processor_ids=itertools.count(),
             data_plane_connections=self.data_plane_connections,
             request_observers=self.request_observers,
+            close_observers=self.close_observers,
             max_request_size=max_request_size,
             idle_timeout_ns=idle_timeout_ms * 1_000_000,
             request_read_timeout_ns=request_read_timeout_ms * 1_000_000,

@@ -100,6 +100,9 @@ def decompress(compression: Compression, data: bytes | memoryview) -> bytes | me
     )
 
 
+_STEP = 64 << 10
+
+
 def decompress_at_most(
     compression: Compression, data: bytes | memoryview, limit: int
 ) -> bytes | memoryview:
@@ -113,8 +116,16 @@ def decompress_at_most(
         if compression is Compression.LZ4:
             frame = lz4.frame.LZ4FrameDecompressor()
             return bytes(frame.decompress(bytes(data), max_length=limit + 1))
+        # read in steps: ``read(limit + 1)`` would allocate the whole limit for every call
+        # (48 us for a 230-byte payload against a 1 MiB limit, 8 us in steps)
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)))
-        return bytes(reader.read(limit + 1))
+        out = bytearray()
+        while len(out) <= limit:
+            chunk = reader.read(min(_STEP, limit + 1 - len(out)))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
     except (OSError, EOFError, ValueError, RuntimeError, zlib.error, zstandard.ZstdError) as exc:
         raise RecordsError(
             ErrorCode.CORRUPT_MESSAGE, f"bad {compression.name.lower()} data: {exc}"

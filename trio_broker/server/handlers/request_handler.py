@@ -110,6 +110,7 @@ class RequestHandler:
             client_id=header.client_id,
             client_host=request.client_host,
             client_port=request.client_port,
+            connection_id=request.connection_id,
             client_software=request.client_software,
             listener=request.listener,
             security_protocol=request.security_protocol,

@@ -147,8 +147,7 @@ class Broker:
         self._admin_url: str | None = None
         self._api_versions: dict[str, list[tuple[int, int, int]]] = {}
         control = config.control_plane_listener_name
-        # Without a control-plane listener, control requests come in on the data plane
-        # (and wait behind data requests there: what KIP-291 set out to avoid).
+        # No control-plane listener: control requests wait behind data ones (KIP-291's case).
         self._plane_versions = {
             "data": api_table.versions("data" if control else "control"),
             "control": api_table.versions("control"),
@@ -178,6 +177,7 @@ class Broker:
             limits=connection_limits_from(config),
             queued_max_request_bytes=config["queued.max.request.bytes"],
             api_versions=self._plane_versions,
+            close_observers=[self.telemetry.instances.connection_closed],  # as Kafka's
         )
         self.request_handler = RequestHandler(api_table, self)
         self.faults: FaultInjector | None = None  # testing.faults.enable (server.node)

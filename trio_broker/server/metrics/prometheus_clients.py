@@ -53,7 +53,8 @@ _COUNTERS = (
     ("throttled", "Telemetry requests sooner than the push interval"),
     ("unknown_subscription", "Pushes with an outdated subscription id"),
     ("evicted", "Client instances dropped over client.metrics.max.clients"),
-    ("expired", "Client instances dropped after 3 push intervals unheard"),
+    ("expired", "Client instances dropped after max(60 s, 3 push intervals) unheard"),
+    ("disconnected", "Client instances dropped with the connection they were made on"),
 )
 
 

@@ -19,12 +19,18 @@ them, and the latest point of each metric series of each instance.
   UNSUPPORTED_COMPRESSION_TYPE for a codec Kafka does not know; TELEMETRY_TOO_LARGE over
   ``telemetry.max.bytes`` (compressed, or decompressed); INVALID_RECORD for a payload that
   does not decompress or parse as OTLP.
-- An instance holds the resource attributes and the points of its latest push (a client
-  pushes every subscribed metric each time), so at most one payload's worth.
-- Memory is bounded: an instance not heard from for ``IDLE_INTERVALS`` (3) of its push
-  intervals is dropped (counted in ``expired``), and past ``client.metrics.max.clients``
-  the least recently heard from is dropped (counted in ``evicted``). Kafka's own cache
-  holds 16384 instances and drops one after max(60 s, 3 intervals).
+- An instance holds its latest push only (a client pushes every subscribed metric each
+  time), so at most one payload's worth: on the request path the payload is decompressed
+  and checked (``otlp.read_payload``) and kept as bytes; it is decoded into points the
+  first time the instance is read (``Instance.settle``, from ``__iter__``), then kept
+  decoded until the next push. A push nobody reads is never decoded.
+- Lifetime, as Kafka's: an instance goes with the connection it was made on (Kafka's
+  ``ClientConnectionDisconnectListener``: ``connection_closed``, counted in
+  ``disconnected``), or when not heard from for max(``EXPIRY_FLOOR_MS`` (60 s),
+  ``IDLE_INTERVALS`` (3) push intervals) (counted in ``expired``); past
+  ``client.metrics.max.clients`` the least recently heard from is dropped (counted in
+  ``evicted``; Kafka's cache holds 16384). As in Kafka, the connection is the one of the
+  request that made the instance, or re-made it after a subscription change.
 
 Runs on the event loop, synchronously (a request at a time): no locks, no I/O.
 """
@@ -42,13 +48,15 @@ from crc32c import crc32c
 
 from ...apis.telemetry_services import ClientInfo, Subscribed
 from ...protocol.errors import ErrorCode
+from ...protocol.messages.telemetry import PushTelemetryRequest
 from ...records import Compression
-from .otlp import PayloadError, Point, decode_push
+from .otlp import PayloadError, Point, decode, read_payload
 from .subscriptions import ALL_METRICS, INTERVAL_MS_DEFAULT, SubscriptionStore
 
 # Kafka's order: the client picks the first it supports.
 ACCEPTED_COMPRESSION = [Compression.ZSTD, Compression.LZ4, Compression.GZIP, Compression.SNAPPY]
 IDLE_INTERVALS = 3
+EXPIRY_FLOOR_MS = 60_000  # Kafka's DEFAULT_CACHE_EXPIRY_MS
 _NEVER = -(10**15)
 _ZERO = uuid.UUID(int=0)
 
@@ -83,6 +91,15 @@ class Instance:
     pushes: int = 0
     resource: dict[str, str] = field(default_factory=dict)
     points: dict[str, Point] = field(default_factory=dict)
+    pending: bytes | None = None  # the latest push, checked but not decoded yet
+    connection_id: str = ""  # the connection it was made on
+
+    def settle(self) -> None:
+        """Decode the latest push into ``resource`` and ``points`` if not done yet."""
+        if self.pending is not None:
+            self.resource, points = decode(self.pending)
+            self.points = {point.series: point for point in points}
+            self.pending = None
 
     def match_values(self) -> dict[str, str]:
         c = self.client
@@ -110,9 +127,12 @@ class ClientInstances:
         self.max_clients = max_clients
         self.clock_ms = clock_ms
         self._instances: OrderedDict[uuid.UUID, Instance] = OrderedDict()  # least recent first
+        self._by_connection: dict[str, uuid.UUID] = {}  # Kafka's clientConnectionIdMap
+        self.expiry_floor_ms = EXPIRY_FLOOR_MS
         self._next_sweep_ms = 0
         self.evicted = 0  # dropped over client.metrics.max.clients
-        self.expired = 0  # dropped after IDLE_INTERVALS push intervals unheard
+        self.expired = 0  # dropped after max(60 s, IDLE_INTERVALS push intervals) unheard
+        self.disconnected = 0  # dropped with the connection they were made on
         self.throttled = 0
         self.unknown_subscription = 0
         self.pushes = 0
@@ -120,7 +140,7 @@ class ClientInstances:
 
     # ------------------------------------------------------------- instances
 
-    def _evaluate(self, inst: Instance) -> None:
+    def _evaluate(self, inst: Instance, connection_id: str) -> None:
         """The instance's subscription set, as Kafka's ``createClientInstance``."""
         values = inst.match_values()
         metrics: set[str] = set()
@@ -137,6 +157,8 @@ class ClientInstances:
         inst.metrics, inst.push_interval_ms = chosen, interval
         inst.version = self.subscriptions.version
         inst.last_get_ms = inst.last_push_ms = _NEVER  # a new instance, as in Kafka
+        inst.connection_id = connection_id
+        self._by_connection[connection_id] = inst.instance_id
 
     def _instance(self, instance_id: uuid.UUID, client: ClientInfo, now: int) -> Instance:
         self._sweep(now)
@@ -146,28 +168,43 @@ class ClientInstances:
             self._instances[instance_id] = inst
             cap = max(1, self.max_clients())
             while len(self._instances) > cap:
-                self._instances.popitem(last=False)
+                self._forget(self._instances.popitem(last=False)[1])
                 self.evicted += 1
         else:
             self._instances.move_to_end(instance_id)
         if inst.version != self.subscriptions.version:
-            self._evaluate(inst)
+            self._evaluate(inst, client.connection_id)
         inst.last_seen_ms = now
         return inst
 
     def _sweep(self, now: int) -> None:
-        """Drop the instances unheard for IDLE_INTERVALS intervals (at most once a second)."""
+        """Drop the instances unheard for max(60 s, IDLE_INTERVALS intervals) (at most once
+        a second)."""
         if now < self._next_sweep_ms:
             return
         self._next_sweep_ms = now + 1000
+        floor = self.expiry_floor_ms
         idle = [
-            i.instance_id
+            i
             for i in self._instances.values()
-            if now - i.last_seen_ms > IDLE_INTERVALS * i.push_interval_ms
+            if now - i.last_seen_ms > max(floor, IDLE_INTERVALS * i.push_interval_ms)
         ]
-        for instance_id in idle:
-            del self._instances[instance_id]
+        for inst in idle:
+            del self._instances[inst.instance_id]
+            self._forget(inst)
         self.expired += len(idle)
+
+    def _forget(self, inst: Instance) -> None:
+        """Its connection's entry, once it is dropped otherwise (Kafka's expiry task)."""
+        if self._by_connection.get(inst.connection_id) == inst.instance_id:
+            del self._by_connection[inst.connection_id]
+
+    def connection_closed(self, connection_id: str) -> None:
+        """A connection closed: the instance made on it goes (Kafka's
+        ``ClientConnectionDisconnectListener.onDisconnect``)."""
+        instance_id = self._by_connection.pop(connection_id, None)
+        if instance_id is not None and self._instances.pop(instance_id, None) is not None:
+            self.disconnected += 1
 
     # ------------------------------------------------------------- requests
 
@@ -202,15 +239,9 @@ class ClientInstances:
             requested_metrics=list(inst.metrics),
         )
 
-    def push(
-        self,
-        client: ClientInfo,
-        instance_id: uuid.UUID,
-        subscription_id: int,
-        terminating: bool,
-        compression_type: int,
-        metrics: bytes,
-    ) -> tuple[int, str | None]:
+    def push(self, client: ClientInfo, request: PushTelemetryRequest) -> tuple[int, str | None]:
+        instance_id, terminating = request.client_instance_id, request.terminating
+        compression_type, metrics = request.compression_type, bytes(request.metrics or b"")
         if instance_id == _ZERO:
             return (
                 ErrorCode.INVALID_REQUEST,
@@ -218,7 +249,9 @@ class ClientInstances:
             )
         now = self.clock_ms()
         inst = self._instance(instance_id, client, now)
-        code, message = self._refusal(inst, subscription_id, terminating, compression_type, metrics)
+        code, message = self._refusal(
+            inst, request.subscription_id, terminating, compression_type, metrics
+        )
         inst.terminating = inst.terminating or terminating
         if code != ErrorCode.NONE:
             inst.last_error = code
@@ -226,15 +259,14 @@ class ClientInstances:
             return code, message
         if metrics:
             try:
-                resource, points = decode_push(compression_type, metrics, self.max_bytes())
+                raw = read_payload(compression_type, metrics, self.max_bytes())
             except PayloadError as exc:
                 inst.last_error = exc.error_code
                 self.push_errors += 1
                 return exc.error_code, str(exc)
-            # the latest push's series replace the last ones: what one instance holds is
-            # bounded by one payload (telemetry.max.bytes), however many it pushes
-            inst.resource = resource
-            inst.points = {point.series: point for point in points}
+            # the latest push replaces the last one: what one instance holds is bounded by
+            # one payload (telemetry.max.bytes), however many it pushes
+            inst.pending, inst.resource, inst.points = raw, {}, {}
         inst.last_error = ErrorCode.NONE
         inst.pushed_at = time.time()
         if inst.first_pushed_at is None:
@@ -295,8 +327,11 @@ class ClientInstances:
         return len(self._instances)
 
     def __iter__(self) -> Iterator[Instance]:
+        """Every instance, its latest push decoded."""
         self._sweep(self.clock_ms())
-        return iter(list(self._instances.values()))
+        for inst in list(self._instances.values()):
+            inst.settle()
+            yield inst
 
     def figures(self) -> dict[str, Any]:
         """The counters of the JSON metrics snapshot's ``client_telemetry``."""
@@ -311,4 +346,5 @@ class ClientInstances:
             "unknown_subscription": self.unknown_subscription,
             "evicted": self.evicted,
             "expired": self.expired,
+            "disconnected": self.disconnected,
         }

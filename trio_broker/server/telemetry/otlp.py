@@ -1,14 +1,17 @@
-"""A PushTelemetry payload read: decompressed, then decoded as OTLP ``MetricsData``.
+"""A PushTelemetry payload read: decompressed and checked on the request path, decoded as
+OTLP ``MetricsData`` when it is read.
 
-Owns: ``decode_push`` and ``Point``. The payload is decompressed with the record codecs
-(``records.codec``: gzip, snappy, lz4, zstd, as Kafka accepts), never past
-``telemetry.max.bytes`` (a small zstd payload may stand for gigabytes) and parsed with the
-OpenTelemetry project's generated classes (``opentelemetry-proto``), not a hand-written
-protobuf reader. Sums, gauges and histograms are kept, each data point with its
-attributes, and the resources' attributes; exponential histograms and summaries are
-skipped (librdkafka and the Java client send neither). A payload that does not decompress
-or parse raises ``PayloadError`` (INVALID_RECORD); one that decompresses to more than the
-limit raises it with TELEMETRY_TOO_LARGE. Pure computation: no I/O, no event loop.
+Owns: ``read_payload``, ``decode`` and ``Point``. ``read_payload`` is what a push costs
+on the request path: the payload decompressed with the record codecs (``records.codec``:
+gzip, snappy, lz4, zstd, as Kafka accepts), never past ``telemetry.max.bytes`` (a small
+zstd payload may stand for gigabytes), and parsed once with the OpenTelemetry project's
+generated classes (``opentelemetry-proto``), not a hand-written protobuf reader, to answer
+a payload that is not OTLP at once. A payload that does not decompress or parse raises
+``PayloadError`` (INVALID_RECORD); one that decompresses to more than the limit raises it
+with TELEMETRY_TOO_LARGE. ``decode`` turns the checked bytes into points, later, when
+someone reads them: sums, gauges and histograms, each data point with its attributes, and
+the resources' attributes; exponential histograms and summaries are skipped (librdkafka
+and the Java client send neither). Pure computation: no I/O, no event loop.
 """
 
 from __future__ import annotations
@@ -65,10 +68,8 @@ def _number(point: NumberDataPoint) -> float:
     return float(point.as_double if point.WhichOneof("value") == "as_double" else point.as_int)
 
 
-def decode_push(
-    compression_type: int, payload: bytes, max_bytes: int
-) -> tuple[dict[str, str], list[Point]]:
-    """The resource attributes and the data points of a pushed payload."""
+def read_payload(compression_type: int, payload: bytes, max_bytes: int) -> bytes:
+    """The payload decompressed and checked to parse as OTLP ``MetricsData``."""
     try:
         raw = decompress_at_most(Compression(compression_type), payload, max_bytes)
     except (RecordsError, ValueError) as exc:
@@ -78,11 +79,18 @@ def decode_push(
             ErrorCode.TELEMETRY_TOO_LARGE,
             f"the payload decompresses to {len(raw)} bytes, over telemetry.max.bytes={max_bytes}",
         )
-    data = MetricsData()
+    raw = bytes(raw)
     try:
-        data.ParseFromString(bytes(raw))
+        MetricsData().ParseFromString(raw)  # ~3 us for librdkafka's producer set
     except DecodeError as exc:
         raise PayloadError(ErrorCode.INVALID_RECORD, f"not OTLP MetricsData: {exc}") from None
+    return raw
+
+
+def decode(raw: bytes) -> tuple[dict[str, str], list[Point]]:
+    """The resource attributes and the data points of a payload ``read_payload`` passed."""
+    data = MetricsData()
+    data.ParseFromString(raw)
     resource: dict[str, str] = {}
     points: list[Point] = []
     for rm in data.resource_metrics:

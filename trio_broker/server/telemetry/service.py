@@ -2,17 +2,17 @@
 API work through.
 
 Owns: ``ClientTelemetry``, which joins the subscriptions (``SubscriptionStore``) and the
-client instances (``ClientInstances``); changes a subscription (``alter_subscription``,
+client instances (``ClientInstances``, whose ``get_subscriptions`` and ``push`` it hands
+out as its own: the two requests are theirs); changes a subscription (``alter_subscription``,
 checked, then stored: in the data dir on one broker; in a ZooKeeper cluster ``store_change``
 is replaced by ``coordination``'s, which writes ZooKeeper first and every broker follows);
 and reads the clients out (``clients``: the admin API's ``GET /v1/client-metrics``) and
-their series for Prometheus (``prometheus_lines``, only while
+their series for Prometheus (``series``, only while
 ``client.metrics.prometheus.enable`` is true). Must not: touch the network or ZooKeeper.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,6 @@ from typing import Any
 import trio
 
 from ...apis.services import ConfigChangeError
-from ...apis.telemetry_services import ClientInfo, Subscribed
 from .instances import ClientInstances
 from .otlp import HISTOGRAM
 from .subscriptions import (
@@ -49,24 +48,9 @@ class ClientTelemetry:
             max_clients=lambda: self.config()["client.metrics.max.clients"],
         )
         self.store_change: StoreChange = self.keep
-
-    # ------------------------------------------------------------ requests
-
-    def get_subscriptions(self, client: ClientInfo, instance_id: uuid.UUID) -> Subscribed:
-        return self.instances.get_subscriptions(client, instance_id)
-
-    def push(
-        self,
-        client: ClientInfo,
-        instance_id: uuid.UUID,
-        subscription_id: int,
-        terminating: bool,
-        compression_type: int,
-        metrics: bytes,
-    ) -> tuple[int, str | None]:
-        return self.instances.push(
-            client, instance_id, subscription_id, terminating, compression_type, metrics
-        )
+        # The two requests are the instances' own (the view's methods, not forwarded).
+        self.get_subscriptions = self.instances.get_subscriptions
+        self.push = self.instances.push
 
     # ------------------------------------------------------------ subscriptions
 
