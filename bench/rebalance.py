@@ -165,6 +165,7 @@ class Reader(threading.Thread):
         self.group = group
         self.arrivals: list[float] = []
         self.assigned_at: list[float] = []
+        self.revoked_at: list[float] = []
         self.stop = threading.Event()
         self.subscribed_at = 0.0
         self.errors: list[str] = []
@@ -176,6 +177,8 @@ class Reader(threading.Thread):
             self.group.assigned(self.name, parts)
 
         def on_revoke(_: Any, parts: list[TopicPartition]) -> None:
+            if parts:
+                self.revoked_at.append(time.monotonic())
             self.group.revoked(self.name, parts)
 
         self.subscribed_at = time.monotonic()
@@ -200,10 +203,16 @@ class Reader(threading.Thread):
         return len(self.arrivals) - bisect.bisect_left(self.arrivals, t)  # in time order
 
     def longest_gap(self, start: float, end: float) -> float:
+        a, b = self.gap_span(start, end)
+        return b - a
+
+    def gap_span(self, start: float, end: float) -> tuple[float, float]:
+        """When the longest time without a message between ``start`` and ``end`` began
+        and ended."""
         before = [a for a in self.arrivals if a < start]
         points = [before[-1] if before else start]
         points += [a for a in self.arrivals if start <= a <= end] + [end]
-        return max(b - a for a, b in itertools.pairwise(points))
+        return max(itertools.pairwise(points), key=lambda ab: ab[1] - ab[0])
 
 
 def produce_until(bootstrap: str, partitions: int, rate: float, stop: threading.Event) -> None:
@@ -276,6 +285,8 @@ def run_once(args: argparse.Namespace, bootstrap: str, mode: str, rep: int) -> d
         end = time.monotonic()
         t0 = seventh.subscribed_at
         state = broker_state(bootstrap, group_id, args.deadline)
+        paused = max(six, key=lambda r: r.longest_gap(t0, end))
+        span = paused.gap_span(t0, end)
         row = {
             "mode": mode,
             "repetition": rep,
@@ -288,6 +299,15 @@ def run_once(args: argparse.Namespace, bootstrap: str, mode: str, rep: int) -> d
             "two_owners": group.violations,
             "broker_state": state,
             "errors": [e for r in readers for e in r.errors],
+            # the longest pause: whose, when (s after the subscribe), and that member's
+            # revocations and assignments (s after the subscribe)
+            "pause": {
+                "member": paused.name,
+                "from_s": round(span[0] - t0, 3),
+                "to_s": round(span[1] - t0, 3),
+                "revoked_s": [round(t - t0, 3) for t in paused.revoked_at if t >= t0],
+                "assigned_s": [round(t - t0, 3) for t in paused.assigned_at if t >= t0],
+            },
         }
     finally:
         for r in readers:
