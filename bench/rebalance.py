@@ -28,9 +28,9 @@ that ``subscribe()`` call, from the consumers' own assign and revoke callbacks:
   17 or 18 (the group as the clients see it; the broker's own state is read afterwards
   with DescribeConsumerGroups and reported);
 - **longest pause**: the longest time any of the six existing members went without a
-  message, from the subscribe until every member has read 100 messages after the group
-  was stable; with the longest pause of the six in the window just before the subscribe,
-  while each read 100 messages (the steady state, as reference);
+  message, from the subscribe until every member has read ``--read`` (100) messages
+  after the group was stable; with the longest pause of the six in the window just
+  before the subscribe, while each read as many (the steady state, as reference);
 - **held nothing**: the longest time one of the six held no partition at all (between an
   eager revocation of everything and the next assignment).
 
@@ -58,7 +58,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from _common import BrokerProcess, default_data_dir, header, log, median, table, write_json
+from _common import (
+    BrokerProcess,
+    default_data_dir,
+    header,
+    log,
+    median,
+    table,
+    wait_quiet,
+    write_json,
+)
 from confluent_kafka import Consumer, ConsumerGroupState, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -88,7 +97,6 @@ COLUMNS = [
 ]
 TIMES = ("seventh_assigned_s", "stable_s", "longest_pause_s", "steady_pause_s", "longest_empty_s")
 TICK = 0.01  # the producer's step, seconds
-READ = 100  # messages every member reads before the change, and after it
 
 
 class Group:
@@ -267,7 +275,7 @@ def run_once(args: argparse.Namespace, bootstrap: str, mode: str, rep: int) -> d
         )
         steady = time.monotonic()
         group.wait(
-            "six read", lambda: all(r.read_since(steady) >= READ for r in six), args.deadline
+            "six read", lambda: all(r.read_since(steady) >= args.read for r in six), args.deadline
         )
         seventh = Reader(bootstrap, group_id, mode, "c7", group, args.heartbeat_ms)
         with group.changed:
@@ -279,7 +287,7 @@ def run_once(args: argparse.Namespace, bootstrap: str, mode: str, rep: int) -> d
         assert stable_at is not None
         group.wait(
             "all read after",
-            lambda: all(r.read_since(stable_at) >= READ for r in readers),
+            lambda: all(r.read_since(stable_at) >= args.read for r in readers),
             args.deadline,
         )
         end = time.monotonic()
@@ -326,7 +334,16 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=120)
     parser.add_argument("--rate", type=float, default=600.0, help="messages/s in all")
     parser.add_argument("--heartbeat-ms", type=int, default=1000)
+    parser.add_argument(
+        "--read", type=int, default=100, help="messages each member reads before and after"
+    )
     parser.add_argument("--deadline", type=float, default=60.0, help="seconds, every wait")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        help="seconds to wait, before each repetition, for the machine to be under 10%% busy",
+    )
     parser.add_argument("--data-dir", default=default_data_dir())
     parser.add_argument("--json")
     args = parser.parse_args()
@@ -356,9 +373,10 @@ def main() -> None:
         )
         producer.start()
         for rep in range(1, args.repetitions + 1):
+            busy = wait_quiet(args.wait_quiet) if args.wait_quiet > 0 else None
             for mode in modes:
                 log(f"repetition {rep}: {mode}")
-                row = run_once(args, broker.bootstrap, mode, rep)
+                row = run_once(args, broker.bootstrap, mode, rep) | {"machine_busy": busy}
                 log(str(row))
                 rows.append(row)
     finally:
