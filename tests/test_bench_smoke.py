@@ -288,3 +288,17 @@ def test_telemetry_against_another_checkout(tmp_path: Path) -> None:
     rows = doc["results"]["rows"]
     assert [r["code"] for r in rows] == ["compared", "this"]
     assert all(r["instances_kept"] == 10 and r["first_read_ms"] > 0 for r in rows)
+
+
+def test_rebalance(tmp_path: Path) -> None:
+    doc = _run(
+        "rebalance.py",
+        *("--repetitions", "1", "--partitions", "12", "--rate", "120", "--read", "10"),
+        tmp_path=tmp_path,
+    )
+    rows = doc["results"]["rows"]
+    assert {r["mode"] for r in rows} == {"classic-range", "classic-coop", "consumer"}
+    for r in rows:
+        assert r["broker_state"] == "STABLE" and r["two_owners"] == 0
+        assert 0 < r["seventh_assigned_s"] <= r["stable_s"] + 1e-3
+        assert r["seventh_holds"] in (1, 2)
