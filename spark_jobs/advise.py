@@ -40,7 +40,8 @@ queue time and idle ratio before and after. The clients' side (``advise_clients`
 the ``produce_path`` table when clients push KIP-714 telemetry): a ``client-bound``
 finding when the producers' own time dominates while the pools idle (advice naming
 ``linger.ms``, ``batch.size``, ...: never applied), the clients' latency as evidence of an
-io raise, and a line saying so when no client pushed anything.
+io raise (``evidence.clients``, and a clause of its reason), and a line saying so when no
+client pushed anything.
 Must not: import Spark or the broker.
 """
 
@@ -60,7 +61,7 @@ from typing import Any
 if __package__ in (None, ""):  # python spark_jobs/advise.py: find the package
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark_jobs.advise_clients import client_evidence, client_findings
+from spark_jobs.advise_clients import client_evidence, client_findings, client_reason
 from spark_jobs.advise_evidence import (
     ADVICE_SCHEMA,
     IO,
@@ -369,6 +370,9 @@ def run(
         for r in recs:
             if r.setting == IO and r.action == "raise":
                 r.evidence["clients"] = client_evidence(path_rows, th)
+                said = client_reason(r.evidence["clients"])
+                if said is not None:
+                    r.reason += f"; {said}"
     if do_apply:
         recs = apply(recs, admins, token, state, trends_dir / "advisor" / "actions.jsonl", now)
     doc = {

@@ -11,8 +11,10 @@ connection); and, when that wait is at least ``client_wait_to_queue`` times the 
 queue time and ``client_wait_min_ms`` while no pool is busy enough to raise (each idle
 at least ``io_idle_low`` or ``net_idle_low``, and no raise recommended), a
 ``client-bound`` finding naming the producer settings that help) and ``client_evidence``
-(the clients' figures added to an io raise as evidence). A client-bound finding is advice
-for the clients' operators: it changes no pool and is never applied.
+and ``client_reason`` (the clients' figures added to an io raise as evidence, and a clause
+of its reason citing them: their produce latency and own wait against the broker's queue).
+A client-bound finding is advice for the clients' operators: it changes no pool and is
+never applied.
 Where no client pushed telemetry it says so, and the broker's advice stands as it is.
 Must not: import Spark or the broker, or change a recommendation's action or size.
 """
@@ -132,11 +134,41 @@ def client_findings(
     return {"status": status, "clients": figures, "findings": findings}
 
 
+EVIDENCE_KEYS = (
+    "buckets",
+    "client_request_ms",
+    "client_queue_ms",
+    "wire_ms",
+    "client_wait_ms",
+    "broker_queue_ms",
+    "broker_local_ms",
+    "broker_total_ms",
+)
+
+
 def client_evidence(path_rows: Sequence[Mapping[str, Any]], th: Thresholds) -> dict[str, Any]:
-    """The producing clients' latency, for an io raise's evidence."""
-    return {
-        f["client_id"]: {
-            k: f[k] for k in ("client_request_ms", "client_queue_ms", "wire_ms", "client_wait_ms")
-        }
-        for f in client_figures(path_rows, th)
-    }
+    """The producing clients' latency, for an io raise's evidence: per client id its produce
+    request latency, its own queue, the wire and its wait (queue + wire), against the
+    brokers' Produce queue, local and total time of the same buckets."""
+    return {f["client_id"]: {k: f[k] for k in EVIDENCE_KEYS} for f in client_figures(path_rows, th)}
+
+
+def client_reason(evidence: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """One clause for an io raise's reason: what the producing clients saw, against the
+    broker's queue (means over the client ids that have both figures); None without them."""
+    both = [
+        e
+        for e in evidence.values()
+        if e["client_request_ms"] is not None and e["broker_queue_ms"] is not None
+    ]
+    if not both:
+        return None
+    request = _mean([e["client_request_ms"] for e in both]) or 0.0
+    queue = _mean([e["broker_queue_ms"] for e in both]) or 0.0
+    wait = _mean([e["client_wait_ms"] for e in both])
+    own = "" if wait is None else f", {wait:.1f} ms on their own side (queue and wire)"
+    n = len(both)
+    return (
+        f"the clients' telemetry ({n} producer{'' if n == 1 else 's'}): {request:.1f} ms per "
+        f"produce request, against {queue:.1f} ms in the broker's queue{own}"
+    )

@@ -14,9 +14,16 @@ once the watermark has passed its end. Each micro-batch writes the ``requests``,
 and ``connections`` tables under ``--out`` in the batch job's layout
 (``<table>/date=YYYY-MM-DD/``), one file per micro-batch named by its batch id and
 replaced atomically, so a micro-batch replayed after a failure rewrites the same file
-(exactly once). ``--available-now`` runs one ``Trigger.AvailableNow`` query and exits (run
-it from cron): with ``--in``, everything scraped so far on the first run and what was
-appended since on later ones; with ``--admin``, one fresh snapshot per broker (a bucket
+(exactly once). Over the scraper's output (``--in``) it also writes the client tables,
+``clients`` and ``produce_path``, for the buckets the micro-batch closed, with the batch
+job's own functions (``spark_jobs.client_tables``) over the ``*.clients.ndjson`` pushes
+scraped so far (each micro-batch reads them all again: their cost grows with the scrape)
+and the micro-batch's ``requests``; pushes in a bucket that no snapshot closes (a gap in
+the scrape) are not written, where the batch job writes them. Over live brokers
+(``--admin``) there are no client tables: the source reads ``/v1/metrics`` only.
+``--available-now`` runs one ``Trigger.AvailableNow`` query and exits (run it from cron):
+with ``--in``, everything scraped so far on the first run and what was appended since on
+later ones; with ``--admin``, one fresh snapshot per broker (a bucket
 needs a later snapshot past its end, so a first run writes nothing). Otherwise a
 micro-batch every ``--interval`` seconds until ``--duration`` or SIGTERM. At the end it
 says how many snapshots it read and how many buckets it wrote, and which bucket stays open.
@@ -42,17 +49,34 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_jobs import scraped_source, stream_source
 from spark_jobs.aggregate import aggregate, bucket_rows, split
+from spark_jobs.client_tables import clients_table, produce_path, read_pushes
 from spark_jobs.fetch import token_from_env
 from spark_jobs.session import add_spark_args, parse_confs, spark_session
 
 
 class TableWriter:
-    """``foreachBatch``: one micro-batch of closed buckets into the three tables."""
+    """``foreachBatch``: one micro-batch of closed buckets into the three tables, and with
+    ``clients_in`` (the scraper's output) the client tables of those buckets."""
 
-    def __init__(self, out: Path, bucket_s: int) -> None:
+    def __init__(self, out: Path, bucket_s: int, clients_in: Path | None = None) -> None:
         self.out = out
         self.bucket_s = bucket_s
+        self.clients_in = clients_in
         self.rows: dict[str, int] = {}  # rows written per table, this process
+
+    def client_tables(self, tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
+        """``clients`` and ``produce_path`` for the buckets this micro-batch closed (those
+        with a ``connections`` row), by the batch job's code over the pushes scraped so far
+        and this micro-batch's ``requests``."""
+        connections = tables["connections"]
+        if self.clients_in is None or connections.isEmpty():  # no bucket closed
+            return {}
+        pushes = read_pushes(connections.sparkSession, str(self.clients_in))
+        if pushes is None:
+            return {}
+        closed = connections.select("time").distinct()
+        clients = clients_table(pushes, self.bucket_s).join(closed, "time", "left_semi")
+        return {"clients": clients, "produce_path": produce_path(clients, tables["requests"])}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         import pyarrow as pa
@@ -61,7 +85,9 @@ class TableWriter:
 
         batch = batch.persist()
         try:
-            for name, df in split(batch, self.bucket_s).items():
+            tables = split(batch, self.bucket_s)
+            tables.update(self.client_tables(tables))
+            for name, df in tables.items():
                 table = df.toArrow()
                 if table.num_rows == 0:
                     continue
@@ -114,7 +140,7 @@ def start(
     writer = (
         agg.writeStream.outputMode("append")
         .option("checkpointLocation", str(checkpoint / "query"))
-        .foreachBatch(writer_fn or TableWriter(out, bucket_s))
+        .foreachBatch(writer_fn or TableWriter(out, bucket_s, scraped))
         .queryName("trio-broker-metrics")
     )
     if available_now:
@@ -161,7 +187,10 @@ def summary(query: StreamingQuery, writer: TableWriter, out: Path) -> str:
         if (w := (p.get("eventTime") or {}).get("watermark")) and not w.startswith("1970-")
     ]
     buckets = writer.rows.get("connections", 0)  # one row per bucket and broker
-    tables = ", ".join(f"{t} {writer.rows.get(t, 0)}" for t in ("requests", "pools", "connections"))
+    names = ["requests", "pools", "connections"]
+    if writer.clients_in is not None:
+        names += ["clients", "produce_path"]
+    tables = ", ".join(f"{t} {writer.rows.get(t, 0)}" for t in names)
     last = " (the last 100)" if batches >= 100 else ""
     line = (
         f"stream: read {snapshots} snapshot{'' if snapshots == 1 else 's'} in {batches} "
@@ -184,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    writer = TableWriter(args.out, args.bucket_seconds)
+    writer = TableWriter(args.out, args.bucket_seconds, args.scraped)
     try:
         query = start(
             spark,

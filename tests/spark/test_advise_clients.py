@@ -76,7 +76,16 @@ def test_a_busy_io_pool_is_raised_as_before_with_the_clients_latency_as_evidence
     doc = advise.run(tmp_path, TH, now=T0 + dt.timedelta(hours=1))
     [rec] = doc["recommendations"]
     assert rec["setting"] == "num.io.threads" and rec["action"] == "raise"
-    assert rec["evidence"]["clients"]["sync"]["client_request_ms"] == 45.0
+    ev = rec["evidence"]["clients"]["sync"]
+    assert ev["client_request_ms"] == 45.0 and ev["buckets"] == 10
+    assert ev["broker_queue_ms"] == 10.5 and ev["broker_total_ms"] == 42.0
+    assert ev["client_wait_ms"] == 0.1 + 3.0  # its queue and the wire
+    # the reason cites them: the clients' latency against the broker's queue
+    assert "storage work waits for an io thread" in rec["reason"]
+    assert (
+        "the clients' telemetry (1 producer): 45.0 ms per produce request, against 10.5 ms "
+        "in the broker's queue, 3.1 ms on their own side (queue and wire)"
+    ) in rec["reason"], rec["reason"]
     assert doc["clients"]["status"] == "broker-side" and doc["clients"]["findings"] == []
 
 

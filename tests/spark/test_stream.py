@@ -162,14 +162,56 @@ def test_a_processing_time_stream_writes_closed_buckets(
     assert all(r["connections_max"] is not None for r in conns)
 
 
+P = "org.apache.kafka.producer."
+
+
+def client_line(b: FakeBroker, snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The scraper's client line beside ``snapshot``: on broker 0, one producer that pushed
+    a second before it (its latency moving with the snapshot's seq), on others none."""
+    t = dt.datetime.fromisoformat(snapshot["ts"].replace("Z", "+00:00")).timestamp()
+    seq = int(snapshot["seq"])
+    clients = []
+    if b.broker_id == 0:
+        clients.append(
+            {
+                "client_instance_id": "00000000-0000-0000-0000-000000000001",
+                "client_id": "app-p",
+                "client_software_name": "confluent-kafka-python",
+                "client_software_version": "2.16.1-rdkafka-2.16.0",
+                "client_source_address": "127.0.0.1",
+                "last_push_time": t - 1.0,
+                "metrics": {
+                    P + "request.latency.avg": 2.0 + seq % 5,
+                    P + "request.latency.max": 10.0 + seq % 7,
+                    P + "record.queue.time.avg": 0.5,
+                    P + "record.queue.time.max": 1.0,
+                },
+            }
+        )
+    return {
+        "schema": "trio-broker.client-metrics/1",
+        "broker_id": b.broker_id,
+        "ts": snapshot["ts"],
+        "clients": clients,
+    }
+
+
 def scraped_hours(scraped: Path, brokers: list[FakeBroker], ticks: int) -> None:
-    """``ticks`` snapshots 10 s apart per broker, appended in the scraper's layout."""
+    """``ticks`` snapshots 10 s apart per broker, appended in the scraper's layout, each
+    with its client line beside it."""
     for _ in range(ticks):
         for b in brokers:
-            s = b.tick(10, requests={"Produce": 60, "Metadata": 6}, io_idle=0.5)
+            s = b.tick(
+                10,
+                requests={"Produce": 60, "Metadata": 6},
+                queue_ms={"Produce": 0.3},
+                local_ms={"Produce": 1.5},
+                io_idle=0.5,
+            )
             t = s["ts"]
-            path = scraped / f"broker={b.broker_id}" / f"date={t[:10]}" / f"hour={t[11:13]}.jsonl"
-            write_jsonl(path, [s])
+            hour = scraped / f"broker={b.broker_id}" / f"date={t[:10]}" / f"hour={t[11:13]}"
+            write_jsonl(hour.with_suffix(".jsonl"), [s])
+            write_jsonl(hour.with_suffix(".clients.ndjson"), [client_line(b, s)])
 
 
 def run_stream_cli(scraped: Path, out: Path, checkpoint: Path) -> str:
@@ -191,7 +233,7 @@ def run_stream_cli(scraped: Path, out: Path, checkpoint: Path) -> str:
         text=True,
         env=spark_env(),
         cwd=ROOT,
-        timeout=180,
+        timeout=300,  # a bound, not a speed check: 135-210 s seen with the machine shared
     )
     assert cli.returncode == 0, cli.stderr[-3000:]
     return cli.stdout
@@ -210,6 +252,9 @@ def test_available_now_over_the_scrapers_output_writes_what_the_batch_job_writes
     assert "read 60 snapshots" in first and "wrote 10 buckets" in first, first
     assert "after 2025-03-01T23:55:00" in first
     assert len(table(out, "connections")) == 10
+    # the client tables of the same five closed buckets: one producer, pushing every 10 s
+    assert "clients 5, produce_path 5" in first, first
+    assert {r["pushes"] for r in table(out, "clients")} == {6}
 
     # The scraper goes on past midnight (a new date, a new hour file), then a torn line.
     scraped_hours(scraped, brokers, 36)
@@ -223,7 +268,7 @@ def test_available_now_over_the_scrapers_output_writes_what_the_batch_job_writes
     batch = tmp_path / "batch"
     torn.write_bytes(torn.read_bytes().rsplit(b"\n", 1)[0] + b"\n")
     trends.run(spark, str(scraped), str(batch), bucket_s=60, trend_window_s=600)  # type: ignore[arg-type]
-    for name in ("requests", "pools", "connections"):
+    for name in ("requests", "pools", "connections", "clients", "produce_path"):
         streamed = table(out, name)
         columns = list(streamed[0])
         expected = [
