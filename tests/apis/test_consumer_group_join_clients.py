@@ -30,9 +30,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from ..support.brokers import BrokerThread
+from ..support.brokers import BrokerThread, broker_with_topic
 from .test_consumer_groups_clients import Owners
 
 TOPIC = "joined"
@@ -51,13 +50,8 @@ DEADLINE_S = 30.0
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    b = BrokerThread(tmp_path / "data", SETTINGS).start()
-    admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
-        f.result(timeout=15)
-    yield b
-    b.stop()
-    assert b.errors == []
+    with broker_with_topic(tmp_path / "data", SETTINGS, TOPIC, PARTITIONS) as b:
+        yield b
 
 
 class Reader(threading.Thread):

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupType, KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
-from ..support.brokers import BrokerThread
+from ..support.brokers import BrokerThread, broker_with_topic
 from .test_consumer_groups_clients import HEARTBEAT_MS, SETTINGS, Owners
 
 TOPIC = "migrating"
@@ -34,13 +34,8 @@ DEADLINE_S = 60.0
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    b = BrokerThread(tmp_path / "data", SETTINGS).start()
-    admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
-        f.result(timeout=15)
-    yield b
-    b.stop()
-    assert b.errors == []
+    with broker_with_topic(tmp_path / "data", SETTINGS, TOPIC, PARTITIONS) as b:
+        yield b
 
 
 class Reader:

@@ -176,8 +176,10 @@ def client_line(b: FakeBroker, snapshot: dict[str, Any]) -> dict[str, Any]:
             {
                 "client_instance_id": "00000000-0000-0000-0000-000000000001",
                 "client_id": "app-p",
-                "client_software_name": "confluent-kafka-python",
-                "client_software_version": "2.16.1-rdkafka-2.16.0",
+                # As Kafka's Java client names its producer metrics under KIP-714; it
+                # pushes the batch size and in-flight count that librdkafka does not.
+                "client_software_name": "apache-kafka-java",
+                "client_software_version": "4.1.0",
                 "client_source_address": "127.0.0.1",
                 "last_push_time": t - 1.0,
                 "metrics": {
@@ -185,6 +187,8 @@ def client_line(b: FakeBroker, snapshot: dict[str, Any]) -> dict[str, Any]:
                     P + "request.latency.max": 10.0 + seq % 7,
                     P + "record.queue.time.avg": 0.5,
                     P + "record.queue.time.max": 1.0,
+                    P + "batch.size.avg": 1500.0,
+                    P + "requests.in.flight": 2.0,
                 },
             }
         )
@@ -255,6 +259,9 @@ def test_available_now_over_the_scrapers_output_writes_what_the_batch_job_writes
     # the client tables of the same five closed buckets: one producer, pushing every 10 s
     assert "clients 5, produce_path 5" in first, first
     assert {r["pushes"] for r in table(out, "clients")} == {6}
+    assert {(r["batch_size_avg"], r["in_flight_avg"]) for r in table(out, "clients")} == {
+        (1500.0, 2.0)
+    }
 
     # The scraper goes on past midnight (a new date, a new hour file), then a torn line.
     scraped_hours(scraped, brokers, 36)

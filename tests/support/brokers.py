@@ -9,6 +9,7 @@ the broker's event loop (to inspect or resize it safely). ``BrokerProcess`` runs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -16,7 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,22 @@ async def settled(broker: Broker) -> None:
         if broker.io_pool.unfinished == 0:
             return
         await trio.sleep(0.001)  # a thread's job is not a Trio task: look again shortly
+
+
+@contextlib.contextmanager
+def broker_with_topic(
+    data_dir: Path, settings: dict[str, Any], topic: str, partitions: int
+) -> Iterator[BrokerThread]:
+    """A broker in this process with ``topic`` made (replication factor 1), stopped
+    afterwards with no error logged."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    b = BrokerThread(data_dir, settings).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+            f.result(timeout=15)
+        yield b
+    finally:
+        b.stop()
+    assert b.errors == []
