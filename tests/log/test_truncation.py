@@ -65,6 +65,24 @@ def test_truncating_at_or_past_the_log_end_does_nothing(tmp_path) -> None:
     log.close()
 
 
+def test_truncating_at_the_log_end_drops_an_epoch_begun_there_with_nothing_appended(
+    tmp_path,
+) -> None:
+    """A replica led epoch 5 for a moment (its epoch begins at its log end) and appended
+    nothing before another leader was elected; the new leader, whose history has no epoch
+    5, says the logs diverge at epoch 4's end, which is this log's end. No record goes, but
+    epoch 5 must (as Kafka's truncateTo does), in memory and on disk: kept, it is the
+    follower's last fetched epoch in every fetch, and the leader answers the same divergence
+    for ever (seen in the nemesis pause-leader long run: 17,000 truncations a minute)."""
+    log = three_epochs(tmp_path / "t-0", batches=7)
+    log.assign_epoch(5)
+    assert log.latest_epoch == 5
+    assert not log.truncate_to(log.log_end_offset)
+    assert log.latest_epoch == 4 and log.log_end_offset == 21
+    log.close()
+    assert LeaderEpochCache.load(tmp_path / "t-0", [], 0, 21).entries[-1] == (4, 18)
+
+
 def test_truncating_across_segments_deletes_those_above(tmp_path) -> None:
     log = three_epochs(tmp_path / "t-0", **SMALL)
     bases = log.segment_base_offsets

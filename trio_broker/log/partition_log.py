@@ -481,10 +481,11 @@ class PartitionLog(LogCore):
     def truncate_to(self, offset: int) -> bool:
         """Kafka's truncateTo: every batch whose last offset is >= ``offset`` goes; the log
         end becomes the base offset of the batch holding ``offset`` (or the end of the last
-        batch before it, when the cleaner left a gap), so <= ``offset``. Nothing happens
-        (False) if ``offset`` >= the log end. Below the log start offset (or when the cut
-        would fall below it, the batch holding ``offset`` also holding the log start) it is
-        ``truncate_fully_and_start_at``. True if anything was removed.
+        batch before it, when the cleaner left a gap), so <= ``offset``. If ``offset`` >= the
+        log end no record goes (False), but leader epochs starting at the log end do. Below
+        the log start offset (or when the cut would fall below it, the batch holding
+        ``offset`` also holding the log start) it is ``truncate_fully_and_start_at``. True
+        if anything was removed.
 
         The steps, and what a crash after each leaves (the loader makes each whole):
         1. the checkpoint is written with recovery point and high watermark at most the
@@ -503,6 +504,12 @@ class PartitionLog(LogCore):
         with self._lock:
             self._check_usable()
             if offset >= self._log_end:
+                # As Kafka's: an epoch begun here by a leader that appended nothing before
+                # another was elected would be sent as the last fetched epoch for ever.
+                try:
+                    self._epochs.truncate_from_end(self._log_end)
+                except OSError as exc:
+                    raise self._storage_error("truncation", SegmentDamaged(str(exc))) from exc
                 return False
             if offset < self._log_start:
                 self._truncate_fully_locked(offset, _wall_ms())
