@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -84,7 +84,23 @@ def poll(consumers: dict[str, Consumer], tracker: Tracker) -> None:
             continue
         with tracker.lock:
             tracker.values.append(msg.value())
-        c.commit(message=msg, asynchronous=False)
+        commit(c, msg)
+
+
+def commit(c: Consumer, msg: Any) -> None:
+    """Commit ``msg`` synchronously. A commit refused STALE_MEMBER_EPOCH (the member's epoch
+    moved on at the new coordinator while the commit was on its way) is sent again once the
+    member's next heartbeat has brought its epoch, as KIP-848 has a client do (Kafka's Java
+    client retries it itself; librdkafka hands it to the application)."""
+    for _ in range(20):
+        try:
+            c.commit(message=msg, asynchronous=False)
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.STALE_MEMBER_EPOCH:
+                raise
+        time.sleep(0.25)  # half of the heartbeat interval set above: its next one brings it
+    c.commit(message=msg, asynchronous=False)
 
 
 def poll_until(
