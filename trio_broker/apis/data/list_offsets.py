@@ -11,7 +11,14 @@ none, every lookup is local and answered at once. A
 timestamp >= 0 finds the first record with a timestamp at or after it, inside compressed
 batches too; none: offset -1. Partitions of a topic the principal may not
 DESCRIBE are TOPIC_AUTHORIZATION_FAILED. A current leader epoch (v4+) older than the
-leader's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH.
+leader's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH. Nothing at or past the
+high watermark (the last stable offset under read_committed) is answered, and a new
+leader whose high watermark has not yet reached the log end its epoch began with answers
+"latest", and a lookup by time that finds nothing below it, OFFSET_NOT_AVAILABLE
+(KIP-207; LEADER_NOT_AVAILABLE before v5, as Kafka): both retriable, so a client never
+takes a stale high watermark below records the previous leader acknowledged for the end.
+Every request is answered as a client's (Kafka answers a replica's or a debugging tool's
+ListOffsets up to the log end: no broker here sends one).
 """
 
 from __future__ import annotations
@@ -59,6 +66,8 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 error, offset, timestamp, epoch = ErrorCode.UNSUPPORTED_VERSION, -1, -1, -1
             elif ok:
                 error, offset, timestamp, epoch = next(found)
+                if error == ErrorCode.OFFSET_NOT_AVAILABLE and v < 5:
+                    error = ErrorCode.LEADER_NOT_AVAILABLE  # as Kafka answers before v5
             else:
                 error, offset, timestamp, epoch = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1
             partitions.append(

@@ -140,6 +140,14 @@ class Replication:
         state = self.leaders.get((topic, partition))
         return 1 if state is None else len(state.isr)
 
+    def high_watermark_lagging(self, topic: str, partition: int, high_watermark: int) -> bool:
+        """Is this leader's high watermark still below the log end it began its epoch
+        with? A new leader learns the high watermark from its followers' fetches, so
+        until then offsets acknowledged by the previous leader may lie above it (Kafka's
+        KIP-207: ListOffsets answers OFFSET_NOT_AVAILABLE meanwhile)."""
+        state = self.leaders.get((topic, partition))
+        return state is not None and state.epoch_start > high_watermark
+
     def enough_replicas(self, topic: str, partition: int, min_insync: int) -> bool:
         """Before an acks=all append: is the ISR at least ``min.insync.replicas``?"""
         return self.isr_size(topic, partition) >= min_insync

@@ -50,9 +50,18 @@ class OffsetQueries:
         self, items: Sequence[tuple[str, int, int, int]], *, committed_only: bool
     ) -> list[OffsetAnswer]:
         """(error, offset, timestamp, leader epoch) for each (topic, partition, timestamp,
-        current leader epoch) of a ListOffsets request."""
+        current leader epoch) of a client's ListOffsets request.
+
+        As Kafka's ``Partition.fetchOffsetForTimestamp``, nothing at or past the last
+        fetchable offset (the high watermark, or the last stable offset for
+        ``committed_only``) is answered: a lookup by time that finds a record there
+        answers -1. And while this leader's high watermark lags behind the log end its
+        epoch began with (KIP-207: a new leader learns it from its followers' fetches),
+        "latest" and such a lookup are OFFSET_NOT_AVAILABLE, which clients retry: the
+        stale high watermark could be below records the previous leader acknowledged."""
         results: list[OffsetAnswer | None] = [None] * len(items)
-        lookups: list[tuple[int, PartitionLog, int, int]] = []
+        lookups: list[tuple[int, PartitionLog, int, int, int, bool]] = []
+        lagging = self._replicas.replication.high_watermark_lagging
         for i, (topic, partition, timestamp, current) in enumerate(items):
             plog = self._led(topic, partition, current)
             if isinstance(plog, int):
@@ -61,26 +70,35 @@ class OffsetQueries:
             epoch = self._replicas.cluster.leader_epoch(topic, partition)
             if timestamp in (EARLIEST, EARLIEST_LOCAL):
                 results[i] = (ErrorCode.NONE, plog.log_start_offset, -1, epoch)
-            elif timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+                continue
+            if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
                 results[i] = (ErrorCode.NONE, -1, -1, -1)
-            elif timestamp == LATEST:
-                end = plog.last_stable_offset if committed_only else plog.high_watermark
-                results[i] = (ErrorCode.NONE, end, -1, epoch)
-            elif timestamp < 0 and timestamp != MAX_TIMESTAMP:
+                continue
+            if timestamp < 0 and timestamp not in (LATEST, MAX_TIMESTAMP):
                 results[i] = (ErrorCode.INVALID_REQUEST, -1, -1, -1)
+                continue
+            hw = plog.high_watermark
+            end = plog.last_stable_offset if committed_only else hw
+            behind = lagging(topic, partition, hw)
+            if timestamp == LATEST and behind:
+                results[i] = (ErrorCode.OFFSET_NOT_AVAILABLE, -1, -1, -1)
+            elif timestamp == LATEST:
+                results[i] = (ErrorCode.NONE, end, -1, epoch)
             else:
-                lookups.append((i, plog, timestamp, epoch))
+                lookups.append((i, plog, timestamp, epoch, end, behind))
         if lookups:
             found = await self._replicas.io.run(
-                lambda: [_lookup(plog, ts) for _, plog, ts, _ in lookups]
+                lambda: [_lookup(plog, ts) for _, plog, ts, *_ in lookups]
             )
-            for (i, _, _, epoch), answer in zip(lookups, found, strict=True):
-                if answer is None:
-                    results[i] = (ErrorCode.NONE, -1, -1, -1)
-                elif isinstance(answer, int):
+            for (i, _, _, epoch, end, behind), answer in zip(lookups, found, strict=True):
+                if isinstance(answer, int):
                     results[i] = (answer, -1, -1, -1)
-                else:
+                elif answer is not None and answer[0] < end:
                     results[i] = (ErrorCode.NONE, answer[0], answer[1], epoch)
+                elif behind:
+                    results[i] = (ErrorCode.OFFSET_NOT_AVAILABLE, -1, -1, -1)
+                else:
+                    results[i] = (ErrorCode.NONE, -1, -1, -1)
         return [r for r in results if r is not None]
 
     async def delete_records_many(
