@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, BrokerProcess, log
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
+from _common import REPO, BrokerProcess, log, watermarks
+from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -282,20 +282,6 @@ class NumberedLoad:
         self._thread.join(180)
 
 
-def _end(consumer: Consumer, tp: TP, deadline: float) -> int:
-    """A partition's high watermark from its leader; a retriable error (a new leader's
-    OFFSET_NOT_AVAILABLE while its high watermark catches up, KIP-207) is asked again."""
-    while True:
-        try:
-            return int(consumer.get_watermark_offsets(tp, timeout=10)[1])
-        except KafkaException as exc:
-            error = exc.args[0]
-            again = error.retriable() or error.code() == KafkaError.OFFSET_NOT_AVAILABLE
-            if not again or time.perf_counter() > deadline:
-                raise
-            time.sleep(0.2)  # (librdkafka refreshes its metadata meanwhile)
-
-
 def check(load: NumberedLoad, bootstrap: str, topic: str, timeout: float = 120) -> dict[str, Any]:
     """Read every partition of ``topic`` from its start to its end; every acknowledged
     message must be there once, at the partition and offset its acknowledgement gave."""
@@ -310,7 +296,7 @@ def check(load: NumberedLoad, bootstrap: str, topic: str, timeout: float = 120) 
     try:
         md = consumer.list_topics(topic, timeout=30).topics[topic]
         parts = sorted(md.partitions)
-        ends = {p: _end(consumer, TP(topic, p), time.perf_counter() + 60) for p in parts}
+        ends = {p: watermarks(consumer, TP(topic, p))[1] for p in parts}
         consumer.assign([TP(topic, p, 0) for p in parts])
         last = {p: -1 for p in parts}
         deadline = time.perf_counter() + timeout

@@ -516,3 +516,23 @@ class Profiler:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
+
+
+def watermarks(consumer: Any, tp: Any, timeout: float = 60) -> tuple[int, int]:
+    """A partition's (low, high) watermarks from its leader (``Consumer.get_watermark_offsets``),
+    asked again on a retriable error: after a leadership move, a new leader whose high
+    watermark has not caught up yet answers OFFSET_NOT_AVAILABLE (KIP-207), and librdkafka
+    hands that to the application rather than retrying."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    deadline = time.perf_counter() + timeout
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=min(10.0, timeout))
+            return int(low), int(high)
+        except KafkaException as exc:
+            error = exc.args[0]
+            again = error.retriable() or error.code() == KafkaError.OFFSET_NOT_AVAILABLE
+            if not again or time.perf_counter() > deadline:
+                raise
+            time.sleep(0.2)  # librdkafka refreshes its metadata meanwhile

@@ -45,7 +45,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from _common import default_data_dir, header, log, table, wait_quiet, write_json
+from _common import default_data_dir, header, log, table, wait_quiet, watermarks, write_json
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as TP
 from confluent_kafka.admin import NewTopic
@@ -165,7 +165,7 @@ def drill(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     time.sleep(args.after_seconds)  # the producer goes on against the new leader
     paced.stop()
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": "bench-end"})
-    _, high = consumer.get_watermark_offsets(TP(TOPIC, 0), timeout=30)
+    _, high = watermarks(consumer, TP(TOPIC, 0))
     consumer.close()
     reader.finish(high, 120)
     cluster.brokers[a].stop()  # it holds nothing of the topic now

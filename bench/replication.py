@@ -79,6 +79,7 @@ from _common import (
     percentile,
     table,
     wait_quiet,
+    watermarks,
     write_json,
 )
 from confluent_kafka import Consumer, KafkaError, Message, Producer
@@ -626,7 +627,7 @@ def read_back(bootstrap: str, topic: str, timeout: float) -> list[tuple[int, int
         }
     )
     try:
-        low, high = consumer.get_watermark_offsets(TP(topic, 0), timeout=30)
+        low, high = watermarks(consumer, TP(topic, 0))
         consumer.assign([TP(topic, 0, 0)])
         out: list[tuple[int, int]] = []
         last = low - 1

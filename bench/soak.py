@@ -47,6 +47,7 @@ from _common import (
     rss_bytes,
     table,
     wait_quiet,
+    watermarks,
     write_json,
 )
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -264,10 +265,7 @@ class Soak:
 def high_watermarks(bootstrap: str, partitions: int) -> dict[int, int]:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "soak-watermarks"})
     try:
-        return {
-            p: int(c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1])
-            for p in range(partitions)
-        }
+        return {p: watermarks(c, TopicPartition(TOPIC, p))[1] for p in range(partitions)}
     finally:
         c.close()
 

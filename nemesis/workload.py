@@ -195,7 +195,7 @@ def read_all(
     )
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
-        ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=timeout)[1] for tp in tps}
+        ends = {tp.partition: _high_watermark(consumer, tp, timeout) for tp in tps}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions) if ends[p] > 0])
         got: list[Read] = []
         position = dict.fromkeys(ends, 0)
@@ -214,3 +214,19 @@ def read_all(
         return got
     finally:
         consumer.close()
+
+
+def _high_watermark(consumer: Consumer, tp: TopicPartition, timeout: float) -> int:
+    """The partition's high watermark from its leader, asked again while the leader answers
+    a retriable error: a new leader whose high watermark has not caught up with its epoch
+    yet answers OFFSET_NOT_AVAILABLE (KIP-207), which librdkafka hands to the caller."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return int(consumer.get_watermark_offsets(tp, timeout=min(10.0, timeout))[1])
+        except KafkaException as exc:
+            error = exc.args[0]
+            again = error.retriable() or error.code() == KafkaError.OFFSET_NOT_AVAILABLE
+            if not again or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)  # librdkafka refreshes its metadata meanwhile
