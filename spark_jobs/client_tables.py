@@ -255,23 +255,18 @@ def clients_table(lines: DataFrame, bucket_s: int) -> DataFrame:
     joined = _push_figures(lines, bucket_s).join(
         _broker_bytes(lines, bucket_s), ["client_id", "time"], "full_outer"
     )
-    first = ["client_id", "time"]
-    rest = [
-        c
-        for c in joined.columns
-        if c not in first
-        and not c.startswith("bytes_software")
-        and c not in ("software_name", "software_version", "instances", "pushes")
-    ]
+    taken = {"client_id", "time", "kind", "software_name", "software_version", "instances"}
+    taken |= {"pushes", "bytes_software_name", "bytes_software_version"}
     return joined.select(
-        *first,
+        "client_id",
+        "time",
         F.lit(bucket_s).alias("bucket_s"),
         "kind",
         F.coalesce("software_name", "bytes_software_name").alias("software_name"),
         F.coalesce("software_version", "bytes_software_version").alias("software_version"),
         F.coalesce("instances", F.lit(0)).alias("instances"),
         F.coalesce("pushes", F.lit(0)).alias("pushes"),
-        *[c for c in rest if c != "kind"],
+        *[c for c in joined.columns if c not in taken],  # the figures, in their order
         F.to_date("time").alias("date"),
     )
 
