@@ -10,7 +10,11 @@ document (``client_metrics_paths``, ``client_metrics_schemas``):
   and port, push interval, first and last push time (Unix seconds; null before a push) and
   ``"metrics": {series: value}`` from its latest push (a series is the metric's name, with
   ``{attribute=value,...}`` when the point has attributes; a histogram's value is
-  ``{"count", "sum"}``);
+  ``{"count", "sum"}``), and the broker's own byte count of the client:
+  ``broker_bytes_in``/``broker_bytes_out`` (received from it, sent to it) summed over
+  ``broker_connections``, this broker's open connections of the same client id, software
+  name and version and source address, and ``broker_bytes_instances``, the instances
+  sharing those connections (and so the same figures);
 - ``GET /v1/client-metrics/subscriptions``: every subscription;
 - ``GET|PUT|DELETE /v1/client-metrics/subscriptions/{name}``: one subscription, whose body
   is the ``CLIENT_METRICS`` resource's configs under Kafka's names (``metrics``: prefixes,
@@ -122,7 +126,14 @@ def client_metrics_schemas() -> dict[str, Any]:
     }
     client = {
         "type": "object",
-        "required": ["client_instance_id", "client_id", "metrics"],
+        "required": [
+            "client_instance_id",
+            "client_id",
+            "broker_bytes_in",
+            "broker_bytes_out",
+            "broker_connections",
+            "metrics",
+        ],
         "properties": {
             "client_instance_id": {"type": "string"},
             "client_id": {"type": "string"},
@@ -132,6 +143,21 @@ def client_metrics_schemas() -> dict[str, Any]:
             "client_source_port": {"type": "integer"},
             "push_interval_ms": {"type": "integer"},
             "last_push_time": {"type": ["number", "null"]},
+            "broker_bytes_in": {"type": "integer", "minimum": 0},
+            "broker_bytes_out": {"type": "integer", "minimum": 0},
+            "broker_connections": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "bytes_in", "bytes_out"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "bytes_in": {"type": "integer", "minimum": 0},
+                        "bytes_out": {"type": "integer", "minimum": 0},
+                    },
+                },
+            },
+            "broker_bytes_instances": {"type": "integer", "minimum": 1},
             "metrics": {"type": "object"},
         },
     }
@@ -190,7 +216,8 @@ def client_metrics_paths(
         "/v1/client-metrics": {
             "get": op(
                 "The client instances pushing telemetry (KIP-714), each with the metrics of "
-                "its latest push.",
+                "its latest push and the bytes this broker counted on its client's open "
+                "connections.",
                 {"200": body("ClientMetricsClients", "the clients")},
                 operationId="listClientMetrics",
             )

@@ -16,7 +16,7 @@ and ``connections`` tables under ``--out`` in the batch job's layout
 replaced atomically, so a micro-batch replayed after a failure rewrites the same file
 (exactly once). Over the scraper's output (``--in``) it also writes the client tables,
 ``clients`` and ``produce_path``, for the buckets the micro-batch closed, with the batch
-job's own functions (``spark_jobs.client_tables``) over the ``*.clients.ndjson`` pushes
+job's own functions (``spark_jobs.client_tables``) over the ``*.clients.ndjson`` lines
 scraped so far (each micro-batch reads them all again: their cost grows with the scrape)
 and the micro-batch's ``requests``; pushes in a bucket that no snapshot closes (a gap in
 the scrape) are not written, where the batch job writes them. Over live brokers
@@ -49,7 +49,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_jobs import scraped_source, stream_source
 from spark_jobs.aggregate import aggregate, bucket_rows, split
-from spark_jobs.client_tables import clients_table, produce_path, read_pushes
+from spark_jobs.client_tables import clients_table, produce_path, read_client_lines
 from spark_jobs.fetch import token_from_env
 from spark_jobs.session import add_spark_args, parse_confs, spark_session
 
@@ -71,11 +71,11 @@ class TableWriter:
         connections = tables["connections"]
         if self.clients_in is None or connections.isEmpty():  # no bucket closed
             return {}
-        pushes = read_pushes(connections.sparkSession, str(self.clients_in))
-        if pushes is None:
+        lines = read_client_lines(connections.sparkSession, str(self.clients_in))
+        if lines is None:
             return {}
         closed = connections.select("time").distinct()
-        clients = clients_table(pushes, self.bucket_s).join(closed, "time", "left_semi")
+        clients = clients_table(lines, self.bucket_s).join(closed, "time", "left_semi")
         return {"clients": clients, "produce_path": produce_path(clients, tables["requests"])}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:

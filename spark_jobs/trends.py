@@ -23,7 +23,9 @@ same broker; the four tables under ``--out``, each partitioned by ``date`` (UTC)
   replica's rates, log and lag: what the balance job reads;
 - ``clients`` and ``produce_path`` (``spark_jobs.client_tables``), when the scraper kept
   client telemetry (``*.clients.ndjson``): per bucket and client id, its pushed latencies,
-  queue time and sizes, and a produce request's time end to end, client to broker;
+  queue time and sizes, the bytes the broker counted on its connections (and the
+  client's own, where it pushes them), and a produce request's time end to end, client
+  to broker;
 
 and ``dashboard.json`` (the charts of the last ``--dashboard-hours``, and the cluster view:
 the brokers by load and the hottest partitions over the last ``--trend-window-seconds``, from
@@ -52,7 +54,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.utils import AnalysisException
 
 from spark_jobs.aggregate import aggregate, bucket_rows, split
-from spark_jobs.client_tables import clients_table, produce_path, read_pushes
+from spark_jobs.client_tables import clients_table, produce_path, pushes_of, read_client_lines
 from spark_jobs.cluster_tables import cluster_tables
 from spark_jobs.dashboard_clients import build_clients
 from spark_jobs.dashboard_cluster import build_cluster
@@ -283,14 +285,14 @@ def run(
 
 def _client_tables(spark: SparkSession, in_dir: str, out: str, bucket_s: int) -> dict[str, Any]:
     """The ``clients`` and ``produce_path`` tables, when the input holds client telemetry."""
-    pushes = read_pushes(spark, in_dir)
-    if pushes is None:
+    lines = read_client_lines(spark, in_dir)
+    if lines is None:
         return {"pushes": 0}
-    pushes = pushes.persist()
-    seen = pushes.count()
+    lines = lines.persist()
+    seen = pushes_of(lines).count()
     summary: dict[str, Any] = {"pushes": seen}
     if seen:
-        clients = clients_table(pushes, bucket_s)
+        clients = clients_table(lines, bucket_s)
         clients.repartition("date").write.mode("overwrite").partitionBy("date").parquet(
             f"{out}/clients"
         )
@@ -307,7 +309,7 @@ def _client_tables(spark: SparkSession, in_dir: str, out: str, bucket_s: int) ->
             path.repartition("date").write.mode("overwrite").partitionBy("date").parquet(
                 f"{out}/produce_path"
             )
-    pushes.unpersist()
+    lines.unpersist()
     return summary
 
 

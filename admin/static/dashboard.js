@@ -442,29 +442,75 @@ function renderAdvice(advice) {
 }
 
 /* The clients panel: the top clients by produce latency, their time split against the
-   broker's (client queue, wire, broker queue, broker total), in ms. */
+   broker's (client queue, wire, broker queue, broker total), in ms; the top clients by the
+   bytes the broker counted on their connections, with their own byte counts where they
+   push them; and what they report that bears on their settings (no client pushes its
+   configuration: the page says so). */
+const bytesText = (v) => {
+  if (v === null || v === undefined) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let x = Number(v);
+  let i = 0;
+  while (x >= 1024 && i < units.length - 1) { x /= 1024; i += 1; }
+  return (i ? x.toFixed(1) : String(Math.round(x))) + " " + units[i];
+};
+const pair = (a, b, f) => (a === null && b === null ? "not pushed" : f(a) + " / " + f(b));
+
+function clientsTable(id, head, rows) {
+  const body = el("tbody", {}, ...rows);
+  return el("div", { class: "table-box" }, el("table", { id },
+    el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))), body));
+}
+
 function renderClients(c) {
   const view = document.getElementById("clients-view");
   view.replaceChildren();
-  if (!c || !c.clients || !c.clients.length) {
+  const byLatency = (c && c.clients) || [];
+  const byBytes = (c && c.by_bytes) || [];
+  if (!byLatency.length && !byBytes.length) {
     view.append(el("p", {}, "No client pushed telemetry (a CLIENT_METRICS subscription makes them push)."));
     return;
   }
-  const head = ["client id", "kind", "software", "pushes", "produce latency", "client queue", "wire",
-    "broker queue", "broker total", "fetch latency", "commit latency"];
-  const body = el("tbody", {});
-  for (const x of c.clients) {
-    body.append(el("tr", { "data-client": x.client_id }, el("td", { class: "text" }, x.client_id),
-      el("td", { class: "text" }, x.kind), el("td", { class: "text" }, x.software || "-"), el("td", {}, x.pushes),
-      el("td", {}, fmt(x.produce_latency_ms, 3)), el("td", {}, fmt(x.record_queue_ms, 3)),
-      el("td", {}, fmt(x.wire_ms, 3)), el("td", {}, fmt(x.broker_queue_ms, 3)),
-      el("td", {}, fmt(x.broker_total_ms, 3)), el("td", {}, fmt(x.fetch_latency_ms, 3)),
-      el("td", {}, fmt(x.commit_latency_ms, 3))));
+  const latency = byLatency.map((x) => el("tr", { "data-client": x.client_id },
+    el("td", { class: "text" }, x.client_id), el("td", { class: "text" }, x.kind),
+    el("td", { class: "text" }, x.software || "-"), el("td", {}, x.pushes),
+    el("td", {}, fmt(x.produce_latency_ms, 3)), el("td", {}, fmt(x.record_queue_ms, 3)),
+    el("td", {}, fmt(x.wire_ms, 3)), el("td", {}, fmt(x.broker_queue_ms, 3)),
+    el("td", {}, fmt(x.broker_total_ms, 3)), el("td", {}, fmt(x.fetch_latency_ms, 3)),
+    el("td", {}, fmt(x.commit_latency_ms, 3))));
+  view.append(el("h3", {}, "By produce latency"),
+    clientsTable("clients-table", ["client id", "kind", "software", "pushes", "produce latency",
+      "client queue", "wire", "broker queue", "broker total", "fetch latency", "commit latency"], latency),
+    el("p", {}, "ms, means over the last " + c.window_s + " s."));
+  const bytes = byBytes.map((x) => el("tr", { "data-bytes-client": x.client_id },
+    el("td", { class: "text" }, x.client_id), el("td", { class: "text" }, x.kind || "-"),
+    el("td", {}, bytesText(x.broker_bytes_in)), el("td", {}, bytesText(x.broker_bytes_out)),
+    el("td", { class: "text" }, pair(x.client_outgoing_bytes, x.client_incoming_bytes, bytesText)),
+    el("td", { class: "text" }, pair(x.client_outgoing_byte_rate, x.client_incoming_byte_rate,
+      (v) => bytesText(v) + "/s"))));
+  view.append(el("h3", {}, "By bytes"),
+    clientsTable("clients-bytes-table", ["client id", "kind", "broker bytes in", "broker bytes out",
+      "client's own out / in", "client's own rate out / in"], bytes),
+    el("p", {}, "Over the last " + c.window_s + " s. " + (c.bytes_note || "") + "."));
+  const seen = new Set();
+  const settings = [];
+  for (const x of [...byLatency, ...byBytes]) {
+    if (seen.has(x.client_id)) continue;
+    seen.add(x.client_id);
+    const r = x.reported || {};
+    const batch = r.batch_size_avg === null || r.batch_size_avg === undefined ? "not pushed"
+      : bytesText(r.batch_size_avg) + " (max " + bytesText(r.batch_size_max) + ")";
+    settings.push(el("tr", { "data-settings-client": x.client_id },
+      el("td", { class: "text" }, x.client_id), el("td", { class: "text" }, x.software || "-"),
+      el("td", {}, r.push_interval_ms === null || r.push_interval_ms === undefined ? "–" : r.push_interval_ms + " ms"),
+      el("td", { class: "text" }, batch),
+      el("td", { class: "text" }, r.in_flight_avg === null || r.in_flight_avg === undefined ? "not pushed" : fmt(r.in_flight_avg)),
+      el("td", { class: "text" }, r.buffer_total_bytes === null || r.buffer_total_bytes === undefined ? "not pushed" : bytesText(r.buffer_total_bytes))));
   }
-  const table = el("table", { id: "clients-table" },
-    el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))), body);
-  view.append(el("div", { class: "table-box" }, table),
-    el("p", {}, "ms, means over the last " + c.window_s + " s; " + c.not_pushed + "."));
+  view.append(el("h3", {}, "Settings as reported"),
+    clientsTable("clients-settings-table", ["client id", "software", "push interval",
+      "batch.size.avg (max)", "requests.in.flight", "buffer.total.bytes"], settings),
+    el("p", { id: "clients-not-reported" }, (c.not_reported || c.not_pushed || "") + "."));
 }
 
 async function pollTrends() {

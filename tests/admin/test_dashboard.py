@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from spark_jobs.dashboard_clients import build_clients
 from trio_broker.protocol.messages.metadata import MetadataRequest
 
 from ..support.brokers import BrokerThread
@@ -123,6 +124,64 @@ TRENDS = {
         }
     ],
 }
+LIB = {"software_name": "confluent-kafka-python", "software_version": "2.16.1-rdkafka-2.16.0"}
+JAVA = {"software_name": "apache-kafka-java", "software_version": "4.1.0"}
+
+
+def client_row(client_id: str, **figures: object) -> dict[str, object]:
+    """A row of the trends job's clients table, the columns not given null."""
+    columns = [
+        "produce_latency_avg_ms",
+        "record_queue_time_avg_ms",
+        "fetch_latency_avg_ms",
+        "commit_latency_avg_ms",
+        "batch_size_avg",
+        "batch_size_max",
+        "in_flight_avg",
+        "buffer_total_bytes",
+        "broker_bytes_in",
+        "broker_bytes_out",
+        "client_outgoing_bytes",
+        "client_incoming_bytes",
+        "client_outgoing_byte_rate",
+        "client_incoming_byte_rate",
+    ]
+    return {
+        "client_id": client_id,
+        "time": T0 + 300,
+        "kind": "producer",
+        "pushes": 12,
+        "push_interval_ms": 5000,
+        **dict.fromkeys(columns),
+        **figures,
+    }
+
+
+# the clients panel: a librdkafka producer, a Java producer (bytes and settings-like
+# figures of its own) and a client known by the broker's byte count alone
+TRENDS["clients"] = build_clients(
+    [
+        client_row("lib-p", **LIB, produce_latency_avg_ms=4.2, broker_bytes_in=3 * 2**20),
+        client_row(
+            "java-p",
+            **JAVA,
+            produce_latency_avg_ms=2.5,
+            batch_size_avg=1536.0,
+            batch_size_max=16384.0,
+            in_flight_avg=1.5,
+            buffer_total_bytes=32.0 * 2**20,
+            broker_bytes_in=2**20,
+            broker_bytes_out=2048,
+            client_outgoing_bytes=2**20 + 512,
+            client_incoming_bytes=4096,
+            client_outgoing_byte_rate=1024.0,
+            client_incoming_byte_rate=16.0,
+        ),
+        client_row("quiet", **LIB, kind=None, pushes=0, broker_bytes_in=7 * 2**20),
+    ],
+    [],
+    window_s=600,
+)
 
 
 def rec(setting: str, status: str, current: int, recommended: int, **more: object) -> dict:
@@ -269,6 +328,29 @@ def test_with_a_token_the_page_shows_live_figures_trends_and_advice(
     assert 'id="verdicts"' not in dom
     assert "No brokers table yet: scrape every broker (spark_jobs.scrape --cluster)" in page_text
     assert "No balance plan yet: run python -m spark_jobs.balance" in page_text
+    # clients: by produce latency, by the broker's bytes, and what they report of settings
+    latency = [a["data-client"] for a in attrs(dom, "tr") if "data-client" in a]
+    assert latency == ["lib-p", "java-p"]
+    by_bytes = re.findall(r'<tr data-bytes-client="([^"]+)">(.*?)</tr>', dom)
+    assert [cid for cid, _ in by_bytes] == ["quiet", "lib-p", "java-p"]
+    cells = {cid: re.findall(r"<td[^>]*>([^<]*)</td>", row) for cid, row in by_bytes}
+    assert cells["quiet"][2:4] == ["7.0 MiB", "\u2013"]  # no figure: a dash
+    assert cells["java-p"][2:] == ["1.0 MiB", "2.0 KiB", "1.0 MiB / 4.0 KiB", "1.0 KiB/s / 16 B/s"]
+    assert cells["lib-p"][4:] == ["not pushed", "not pushed"]
+    settings = dict(re.findall(r'<tr data-settings-client="([^"]+)">(.*?)</tr>', dom))
+    java = re.findall(r"<td[^>]*>([^<]*)</td>", settings["java-p"])
+    assert java == [
+        "java-p",
+        "apache-kafka-java 4.1.0",
+        "5000 ms",
+        "1.5 KiB (max 16.0 KiB)",
+        "1.50",
+        "32.0 MiB",
+    ]
+    lib = re.findall(r"<td[^>]*>([^<]*)</td>", settings["lib-p"])
+    assert lib[2:] == ["5000 ms", "not pushed", "not pushed", "not pushed"]
+    assert "No KIP-714 client pushes its configuration" in page_text
+    assert "not a metric the client pushed" in page_text.lower()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

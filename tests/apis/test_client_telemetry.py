@@ -156,6 +156,92 @@ def test_a_closed_clients_instance_goes_with_its_connection(
     assert figures["disconnected"] >= 1 and figures["expired"] == 0
 
 
+RECORDS, RECORD_BYTES = 40, 10_000
+
+
+def test_each_client_carries_the_bytes_the_broker_counted_on_its_connections(
+    telemetry_broker: BrokerThread, telemetry_http: httpx.Client
+) -> None:
+    """librdkafka pushes no byte counts; the broker counts every connection's bytes, and
+    each client instance's entry has those of its client's connections (same client id,
+    software and address): all of them, a consumer's second connection included, and no
+    other client's."""
+    sub = {"metrics": "org.apache.kafka.", "interval.ms": INTERVAL_MS, "match": "client_id=b-.*"}
+    r = telemetry_http.put("/v1/client-metrics/subscriptions/bytes", json=sub)
+    assert r.status_code == 200, r.text
+    boot = telemetry_broker.bootstrap
+    producer = Producer({"bootstrap.servers": boot, "client.id": "b-producer"})
+    # another client from the same address, 4x the bytes: none of them is the producer's
+    other = Producer({"bootstrap.servers": boot, "client.id": "b-other"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": boot,
+            "client.id": "b-consumer",
+            "group.id": "bytes",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe(["bytes"])
+    record = b"x" * RECORD_BYTES
+    for _ in range(RECORDS):
+        producer.produce("bytes", record)
+        for _ in range(4):
+            other.produce("other-bytes", record)
+    consumed = 0
+    try:
+        assert producer.flush(20) == 0 and other.flush(20) == 0
+
+        def tick() -> None:
+            nonlocal consumed
+            m = consumer.poll(0.1)
+            if m is not None and m.error() is None:
+                consumed += 1
+            producer.poll(0)
+            other.poll(0)
+
+        wait_for("the consumer to read them", lambda: consumed >= RECORDS, tick, 30)
+        wait_for(
+            "the pushes",
+            lambda: all(
+                client_entry(telemetry_http, c) for c in ("b-producer", "b-other", "b-consumer")
+            ),
+            tick,
+            20,
+        )
+        entries = {
+            c: client_entry(telemetry_http, c) for c in ("b-producer", "b-other", "b-consumer")
+        }
+        connections = telemetry_http.get("/v1/connections").json()["connections"]
+    finally:
+        consumer.close()
+        producer.flush(5)
+        other.flush(5)
+    listed: dict[str, dict[str, Any]] = {c["id"]: c for c in connections}
+    p, o, c = entries["b-producer"], entries["b-other"], entries["b-consumer"]
+    assert p and o and c
+    # what the broker received from the producer holds its records, and not the other's
+    assert RECORDS * RECORD_BYTES <= p["broker_bytes_in"] < 2 * RECORDS * RECORD_BYTES, p
+    assert o["broker_bytes_in"] >= 4 * RECORDS * RECORD_BYTES, o
+    # what it sent the consumer holds the records it fetched; librdkafka's consumer pushes
+    # on one connection and talks to its group coordinator on another
+    assert c["broker_bytes_out"] >= RECORDS * RECORD_BYTES, c
+    assert len(c["broker_connections"]) >= 2, c
+    for entry in (p, o, c):
+        assert entry["broker_bytes_instances"] == 1
+        mine = {x["id"] for x in entry["broker_connections"]}
+        # every connection of that client id is counted, and only those, the one it
+        # pushed on among them
+        same_client = {i for i, x in listed.items() if x["client_id"] == entry["client_id"]}
+        assert mine == same_client, (entry["client_id"], mine, same_client)
+        pushed_on = f"-{entry['client_source_address']}:{entry['client_source_port']}-"
+        assert any(pushed_on in i for i in mine), (pushed_on, mine)
+        assert entry["broker_bytes_in"] == sum(x["bytes_in"] for x in entry["broker_connections"])
+        assert entry["broker_bytes_out"] == sum(x["bytes_out"] for x in entry["broker_connections"])
+        for x in entry["broker_connections"]:  # the counters only grow: read later, no less
+            assert x["bytes_in"] <= listed[x["id"]]["bytes_in"]
+            assert x["bytes_out"] <= listed[x["id"]]["bytes_out"]
+
+
 def test_kafkas_config_apis_and_the_admin_api_share_one_set_of_subscriptions(
     telemetry_broker: BrokerThread, telemetry_http: httpx.Client
 ) -> None:

@@ -250,6 +250,12 @@ def test_the_scraper_keeps_the_clients_pushes_beside_the_snapshots(synchronous: 
     assert {x["schema"] for x in lines} == {"trio-broker.client-metrics/1"}
     ids = {c["client_id"] for x in lines for c in x["clients"] if c["metrics"]}
     assert SYNC_IDS | {"app-c"} <= ids
+    # each client with the broker's count of its connections' bytes (librdkafka pushes none)
+    last = {c["client_id"]: c for c in lines[-1]["clients"]}
+    for cid in SYNC_IDS | {"app-c"}:
+        c = last[cid]
+        assert c["broker_connections"] and c["broker_bytes_in"] > 0, c
+        assert c["broker_bytes_in"] == sum(x["bytes_in"] for x in c["broker_connections"])
 
 
 def test_the_pushes_become_the_clients_and_produce_path_tables(synchronous: Run) -> None:
@@ -264,8 +270,11 @@ def test_the_pushes_become_the_clients_and_produce_path_tables(synchronous: Run)
     consumer = [c for c in clients if c["client_id"] == "app-c"]
     assert len(producers) >= 2 * SYNC_PRODUCERS and len(consumer) >= 2
     for c in producers:
-        assert c["kind"] == "producer" and c["software_name"] == "confluent-kafka-python"
-        assert c["instances"] == 1 and c["pushes"] >= 1 and c["bucket_s"] == BUCKET_S
+        assert c["software_name"] == "confluent-kafka-python" and c["bucket_s"] == BUCKET_S
+        if not c["pushes"]:  # a bucket with the broker's bytes and no push of this client
+            assert c["instances"] == 0 and c["kind"] is None and c["broker_bytes_in"]
+            continue
+        assert c["kind"] == "producer" and c["instances"] == 1
         assert c["fetch_latency_avg_ms"] is None
         assert c["batch_size_avg"] is None and c["in_flight_avg"] is None  # librdkafka: none
     # librdkafka's record.queue.time is its output buffer's latency (a built request until
@@ -276,7 +285,17 @@ def test_the_pushes_become_the_clients_and_produce_path_tables(synchronous: Run)
     assert latency and all(0 < x < 5000 for x in latency), latency
     fetch = [c["fetch_latency_avg_ms"] for c in consumer if c["fetch_latency_avg_ms"]]
     assert fetch and all(0 < x < 5000 for x in fetch), fetch
-    assert all(c["kind"] == "consumer" and c["produce_latency_avg_ms"] is None for c in consumer)
+    pushed = [c for c in consumer if c["pushes"]]
+    assert all(c["kind"] == "consumer" and c["produce_latency_avg_ms"] is None for c in pushed)
+    # the broker's bytes: a producer's requests carry its records, its responses are small
+    # acks; what the consumer fetched went out to it. librdkafka pushes no byte count.
+    for cid in SYNC_IDS:
+        mine = [c for c in clients if c["client_id"] == cid]
+        received = sum(c["broker_bytes_in"] or 0 for c in mine)
+        sent = sum(c["broker_bytes_out"] or 0 for c in mine)
+        assert received > sent > 0, (cid, received, sent)
+        assert all(c["client_outgoing_bytes"] is None for c in mine)
+    assert sum(c["broker_bytes_out"] or 0 for c in consumer) > 0
 
     path = rows(out / "produce_path")
     assert {p["client_id"] for p in path} == SYNC_IDS
@@ -307,7 +326,22 @@ def test_the_dashboard_shows_the_clients(synchronous: Run, tmp_path: Path) -> No
         page.stop()
     assert 'id="clients-table"' in dom, dom[-3000:]
     assert f'data-client="{first["client_id"]}"' in dom, dom[-3000:]
-    assert 'data-client="app-c"' in dom and "librdkafka 2.16 pushes neither" in dom
+    assert 'data-client="app-c"' in dom
+    # by the broker's bytes, and their settings as reported: librdkafka's push interval only
+    assert SYNC_IDS | {"app-c"} <= {c["client_id"] for c in panel["by_bytes"]}
+    assert all(c["broker_bytes_in"] > 0 for c in panel["by_bytes"]), panel["by_bytes"]
+    assert 'id="clients-bytes-table"' in dom and 'id="clients-settings-table"' in dom
+    assert f'data-bytes-client="{panel["by_bytes"][0]["client_id"]}"' in dom
+    reported = {c["client_id"]: c["reported"] for c in panel["clients"]}
+    assert reported["app-c"] == {
+        "push_interval_ms": 1000,
+        "batch_size_avg": None,
+        "batch_size_max": None,
+        "in_flight_avg": None,
+        "buffer_total_bytes": None,
+    }
+    assert 'data-settings-client="app-c"' in dom and "not pushed" in dom
+    assert "No KIP-714 client pushes its configuration" in dom
 
 
 def test_synchronous_producers_on_a_slow_disk_raise_io_threads_citing_the_clients(

@@ -181,7 +181,12 @@ def client_line(b: FakeBroker, snapshot: dict[str, Any]) -> dict[str, Any]:
                 "client_software_name": "apache-kafka-java",
                 "client_software_version": "4.1.0",
                 "client_source_address": "127.0.0.1",
+                "push_interval_ms": 10000,
                 "last_push_time": t - 1.0,
+                # the broker's count of its connection, growing 1000 bytes in a snapshot
+                "broker_connections": [
+                    {"id": "c1", "bytes_in": 1000 * seq, "bytes_out": 100 * seq}
+                ],
                 "metrics": {
                     P + "request.latency.avg": 2.0 + seq % 5,
                     P + "request.latency.max": 10.0 + seq % 7,
@@ -189,6 +194,7 @@ def client_line(b: FakeBroker, snapshot: dict[str, Any]) -> dict[str, Any]:
                     P + "record.queue.time.max": 1.0,
                     P + "batch.size.avg": 1500.0,
                     P + "requests.in.flight": 2.0,
+                    P + "outgoing.byte.total": 900.0,  # since its last push (delta)
                 },
             }
         )
@@ -262,6 +268,11 @@ def test_available_now_over_the_scrapers_output_writes_what_the_batch_job_writes
     assert {(r["batch_size_avg"], r["in_flight_avg"]) for r in table(out, "clients")} == {
         (1500.0, 2.0)
     }
+    # the broker's bytes: 1000 a snapshot, six pairs of snapshots a minute (four in the
+    # first, whose snapshots begin at 23:50:10 with none before); its own count, 900 a push
+    bytes_in = [r["broker_bytes_in"] for r in table(out, "clients")]
+    assert bytes_in[0] == 4000 and set(bytes_in[1:]) == {6000}, bytes_in
+    assert {r["client_outgoing_bytes"] for r in table(out, "clients")} == {5400.0}
 
     # The scraper goes on past midnight (a new date, a new hour file), then a torn line.
     scraped_hours(scraped, brokers, 36)

@@ -1,9 +1,11 @@
 """The admin API's client telemetry over a running broker: ``ClientMetricsAdmin``.
 
 Owns: the broker side of ``admin.client_metrics_view.ClientMetricsView``: the clients as
-``ClientTelemetry`` keeps them, and the ``CLIENT_METRICS`` subscriptions changed through
-``ClientTelemetry.alter_subscription``, the path IncrementalAlterConfigs takes (checked as
-Kafka checks them; in a ZooKeeper cluster written to ZooKeeper first). Kafka's refusals
+``ClientTelemetry`` keeps them, joined when read with the byte counters of the socket
+server's open connections (``ConnectionBytes``: no cost on the request path), and the
+``CLIENT_METRICS`` subscriptions changed through ``ClientTelemetry.alter_subscription``,
+the path IncrementalAlterConfigs takes (checked as Kafka checks them; in a ZooKeeper
+cluster written to ZooKeeper first). Kafka's refusals
 become ``Invalid`` (400) with Kafka's message. Runs on the broker's event loop.
 """
 
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from admin.view import Invalid, NotFound
 
 from ...apis.services import TopicError
-from ..telemetry import Subscription
+from ..telemetry import ConnectionBytes, Subscription
 
 if TYPE_CHECKING:
     from ..lifecycle import Broker
@@ -36,7 +38,19 @@ class ClientMetricsAdmin:
     broker: Broker
 
     def client_metrics(self) -> Sequence[Mapping[str, Any]]:
-        return self.broker.telemetry.clients()
+        connections = (
+            ConnectionBytes(
+                c.id,
+                c.client_id or "",
+                c.client_software_name or "",
+                c.client_software_version or "",
+                c.remote[0],
+                c.bytes_in,
+                c.bytes_out,
+            )
+            for c in self.broker.socket_server.all_connections()
+        )
+        return self.broker.telemetry.clients(connections)
 
     def client_metrics_subscriptions(self) -> Sequence[Mapping[str, Any]]:
         return [_json(s) for s in self.broker.telemetry.subscriptions()]

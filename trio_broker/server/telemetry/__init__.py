@@ -7,7 +7,8 @@ the connection it was made on (``instances``: ``ClientInstances.connection_close
 which ``lifecycle`` hands the network layer); a pushed payload's decompression and check
 on the request path, and its OTLP decoding when read (``otlp``); and ``ClientTelemetry``,
 the view the handlers and the admin API work through, with the clients read out for the
-admin API and Prometheus (``service``).
+admin API and Prometheus, each with the bytes of its client's open connections as the
+broker counts them (``service``: ``ConnectionBytes``).
 
 Face: what ``__all__`` names. Uses of the server: ``datadir``. Must not import the
 network or ZooKeeper: ``coordination`` keeps a cluster's subscriptions in step through
@@ -15,13 +16,14 @@ network or ZooKeeper: ``coordination`` keeps a cluster's subscriptions in step t
 """
 
 from .instances import IDLE_INTERVALS, ClientInstances
-from .service import ClientTelemetry, StoreChange
+from .service import ClientTelemetry, ConnectionBytes, StoreChange
 from .subscriptions import Subscription, SubscriptionError, parse_subscription
 
 __all__ = [
     "IDLE_INTERVALS",
     "ClientInstances",
     "ClientTelemetry",
+    "ConnectionBytes",
     "StoreChange",
     "Subscription",
     "SubscriptionError",

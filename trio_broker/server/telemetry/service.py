@@ -8,18 +8,29 @@ checked, then stored: in the data dir on one broker; in a ZooKeeper cluster ``st
 is replaced by ``coordination``'s, which writes ZooKeeper first and every broker follows);
 and reads the clients out (``clients``: the admin API's ``GET /v1/client-metrics``) and
 their series for Prometheus (``series``, only while
-``client.metrics.prometheus.enable`` is true). Must not: touch the network or ZooKeeper.
+``client.metrics.prometheus.enable`` is true).
+
+The bytes of a client (``clients``' ``broker_bytes_in``/``_out``) are the broker's own
+count, not a metric the client pushed: the caller hands ``clients`` the open connections'
+counters (``ConnectionBytes``, which the network layer keeps for every connection
+anyway) and each instance gets the sum over the connections of the same client id,
+software name and version and source address as its own (a client pushes on one of the
+several connections it may open; a consumer's group coordinator connection is another).
+The join is made when read, so a request costs nothing more. Clients that share all four
+(two processes on one host with the same client id) share the figures, which
+``broker_bytes_instances`` says. Must not: touch the network or ZooKeeper.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
 from ...apis.services import ConfigChangeError
+from ...apis.telemetry_services import ClientInfo
 from .instances import ClientInstances
 from .otlp import HISTOGRAM
 from .subscriptions import (
@@ -36,6 +47,22 @@ from .subscriptions import (
 
 # (name, configs): configs empty deletes the subscription
 StoreChange = Callable[[str, Mapping[str, str]], Awaitable[None]]
+
+
+class ConnectionBytes(NamedTuple):
+    """One open connection's identity and byte counters, as the network layer counts them
+    (every byte read from and written to the socket, all requests and responses)."""
+
+    id: str
+    client_id: str
+    software_name: str
+    software_version: str
+    address: str  # the client's host
+    bytes_in: int  # received from the client
+    bytes_out: int  # sent to it
+
+
+Key = tuple[str, str, str, str]  # client id, software name, software version, address
 
 
 class ClientTelemetry:
@@ -111,11 +138,21 @@ class ClientTelemetry:
 
     # ------------------------------------------------------------ reading out
 
-    def clients(self) -> list[dict[str, Any]]:
-        """One entry per client instance (the admin API's ``GET /v1/client-metrics``)."""
+    def clients(self, connections: Iterable[ConnectionBytes] = ()) -> list[dict[str, Any]]:
+        """One entry per client instance (the admin API's ``GET /v1/client-metrics``), with
+        the bytes of ``connections`` that are its client's (see the module docstring)."""
+        by_key: dict[Key, list[ConnectionBytes]] = {}
+        for conn in connections:
+            key = (conn.client_id, conn.software_name, conn.software_version, conn.address)
+            by_key.setdefault(key, []).append(conn)
+        instances = list(self.instances)
+        sharing: dict[Key, int] = {}
+        for inst in instances:
+            sharing[_key(inst.client)] = sharing.get(_key(inst.client), 0) + 1
         found = []
-        for inst in self.instances:
+        for inst in instances:
             c = inst.client
+            mine = by_key.get(_key(c), [])
             found.append(
                 {
                     "client_instance_id": str(inst.instance_id),
@@ -129,6 +166,13 @@ class ClientTelemetry:
                     "first_push_time": inst.first_pushed_at,
                     "last_push_time": inst.pushed_at,
                     "pushes": inst.pushes,
+                    "broker_bytes_in": sum(x.bytes_in for x in mine),
+                    "broker_bytes_out": sum(x.bytes_out for x in mine),
+                    "broker_connections": [
+                        {"id": x.id, "bytes_in": x.bytes_in, "bytes_out": x.bytes_out}
+                        for x in sorted(mine)
+                    ],
+                    "broker_bytes_instances": sharing[_key(c)],
                     "resource": dict(inst.resource),
                     "metrics": {
                         key: (
@@ -165,3 +209,7 @@ class ClientTelemetry:
                 else:
                     found.append((p.name, labels, p.value))
         return found
+
+
+def _key(c: ClientInfo) -> Key:
+    return (c.client_id, c.software_name, c.software_version, c.address)
