@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import time
-from time import perf_counter_ns
 from typing import Any
 
 import trio
@@ -42,6 +41,7 @@ from ..protocol.errors import (
 )
 from ..protocol.primitives import parts_length
 from .authentication import Outcome, SaslDriver, SaslIo
+from .busy import BusyMeter
 from .connection import Connection, release_action
 from .context import ListenerContext
 from .mute import MuteEvent, MuteState, transition
@@ -73,33 +73,6 @@ _API_VERSIONS = 18
 
 class _CloseRequested(Exception):
     """A CloseConnectionResponse or a SASL outcome ends the connection's task."""
-
-
-class _Meter:
-    """Busy time of one connection's work, charged to its current owner: the wall time
-    since ``start`` minus the waits for the peer counted in ``clock`` since then."""
-
-    __slots__ = ("clock", "conn", "running", "t0", "w0")
-
-    def __init__(self, conn: Connection, clock: WaitClock) -> None:
-        self.conn = conn
-        self.clock = clock
-        self.running = False
-        self.t0 = 0
-        self.w0 = 0
-
-    def start(self) -> None:
-        self.running = True
-        self.t0 = perf_counter_ns()
-        self.w0 = self.clock.waited_ns
-
-    def stop(self) -> None:
-        if not self.running:
-            return
-        self.running = False
-        busy = perf_counter_ns() - self.t0 - (self.clock.waited_ns - self.w0)
-        if busy > 0:
-            self.conn.processor.add_busy(busy)
 
 
 class Processor:
@@ -182,7 +155,7 @@ class Processor:
         """Serve one connection until it closes (the connection's task)."""
         ctx = self.context
         clock = WaitClock()
-        meter = _Meter(conn, clock)
+        meter = BusyMeter(conn, clock)
         meter.start()
         sasl: SaslDriver | None = None
         try:
@@ -260,7 +233,7 @@ class Processor:
             connection_id=conn.id,
         )
 
-    async def _loop(self, conn: Connection, meter: _Meter, sasl: SaslDriver | None) -> None:
+    async def _loop(self, conn: Connection, meter: BusyMeter, sasl: SaslDriver | None) -> None:
         ctx = self.context
         requests = ctx.requests
         idle_ns = ctx.idle_timeout_ns
@@ -311,7 +284,7 @@ class Processor:
     # ------------------------------------------------------------------ framing
 
     async def _read_frame(
-        self, conn: Connection, meter: _Meter, idle_ns: int
+        self, conn: Connection, meter: BusyMeter, idle_ns: int
     ) -> bytes | bytearray | None:
         """The next request frame, or None when the connection is to end quietly (closed
         by the client, idle, too slow, shutting down).
