@@ -8,7 +8,7 @@ inter-broker control requests) are served on the control-plane listener only.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,8 @@ from .transactions import init_producer_id
 from .transactions import markers as txn_markers
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+# Consecutive requests of one connection, in order: each one's result, in order.
+PipelinedHandler = Callable[[Sequence[tuple[RequestContext, Any]]], Awaitable[list[Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,9 @@ class ApiEntry:
     spec: ApiSpec
     handler: Handler
     control_only: bool = False
+    # Handles a connection's pipelined requests together (network.pipelining), with the
+    # result each would have had alone; without it they pass ``handler`` one by one.
+    pipelined: PipelinedHandler | None = None
 
     @property
     def versions(self) -> VersionRange:
@@ -62,7 +67,8 @@ class ApiTable:
         return [self._entries[k] for k in sorted(self._entries)]
 
     def with_handler(self, api_key: int, handler: Handler) -> ApiTable:
-        """A copy of the table with one handler replaced (for tests and extensions)."""
+        """A copy of the table with one handler replaced (for tests and extensions); the
+        replacement sees every request, pipelined ones one by one."""
         entries = [
             ApiEntry(e.spec, handler, e.control_only) if e.spec.key == api_key else e
             for e in self.entries()
@@ -83,7 +89,7 @@ class ApiTable:
 
 API_TABLE = ApiTable(
     [
-        ApiEntry(messages.produce.PRODUCE, produce.handle),
+        ApiEntry(messages.produce.PRODUCE, produce.handle, pipelined=produce.handle_pipelined),
         ApiEntry(messages.fetch.FETCH, fetch.handle),
         ApiEntry(messages.offsets.LIST_OFFSETS, list_offsets.handle),
         ApiEntry(messages.metadata.METADATA, metadata.handle),

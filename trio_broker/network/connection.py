@@ -1,9 +1,11 @@
 """One client connection's state: what its owning processor needs to serve it.
 
 Owns: ``Connection`` (the socket, the frame buffer, the mute state, the request in flight,
-the client's identity and counters) and its ``Mailbox`` of response actions. A connection
-is the ``ResponseSink`` of its requests: ``deliver`` puts an action in the mailbox, where
-the processor's work on this connection takes it up, in order; no task sits in between.
+the client's identity and counters), its ``Mailbox`` of response actions and its
+``ResponseOrder`` (the requests in flight, one or a pipelined group, answered in order).
+A connection is the ``ResponseSink`` of its requests: ``deliver`` puts an action in the
+mailbox, where the processor's work on this connection takes it up, in order; no task
+sits in between.
 
 A connection belongs to one processor at a time (``processor``); when the network pool
 shrinks, the processor hands it to another one with its state untouched (the buffered
@@ -23,7 +25,13 @@ import trio
 
 from ..protocol.framing import FrameDecoder
 from .mute import MuteState
-from .request import Request, ResponseAction, SendResponse
+from .request import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    ResponseAction,
+    SendResponse,
+)
 
 
 class Owner(Protocol):
@@ -59,6 +67,62 @@ class Mailbox:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class ResponseOrder:
+    """A connection's requests in flight (one, or a pipelined group) and their answers.
+
+    Response actions (``SendResponse``, ``NoOpResponse``, ``CloseConnectionResponse``) go
+    out in the requests' order: one that arrives before those of earlier requests is held
+    (a request of the group waiting in a purgatory answers later than the ones behind it).
+    Throttles are counted: the connection is throttled from the first start to the last
+    end among them."""
+
+    __slots__ = ("error", "held", "next_index", "outstanding", "throttles")
+
+    def __init__(self) -> None:
+        self.outstanding: list[Request] = []  # not yet answered, in order
+        self.next_index = 0  # the group index whose response may go out next
+        self.held: dict[int, ResponseAction] = {}
+        self.throttles = 0
+        self.error: Exception | None = None  # a follower frame that did not parse
+
+    def begin(self, requests: list[Request]) -> None:
+        self.outstanding = requests
+        self.next_index = 0
+        self.held.clear()
+
+    @property
+    def in_flight(self) -> bool:
+        return bool(self.outstanding)
+
+    def ready(self, action: ResponseAction) -> list[ResponseAction]:
+        """The response actions that may go out now that ``action`` came, in order (none
+        if it came early: it is held)."""
+        index = action.request.group_index
+        if index != self.next_index:
+            self.held[index] = action
+            return []
+        out = [action]
+        index += 1
+        while index in self.held:
+            out.append(self.held.pop(index))
+            index += 1
+        self.next_index = index
+        return out
+
+    def answered(self, request: Request) -> bool:
+        """``request``'s response went out; whether its whole group is answered now."""
+        if self.outstanding and self.outstanding[0] is request:
+            self.outstanding.pop(0)
+        else:
+            self.outstanding.remove(request)
+        return not self.outstanding
+
+
+def is_response(action: ResponseAction) -> bool:
+    """An action that answers its request (the others are the throttles')."""
+    return isinstance(action, SendResponse | NoOpResponse | CloseConnectionResponse)
 
 
 class Connection:
@@ -97,7 +161,8 @@ class Connection:
         self.draining = False
         self.scope: trio.CancelScope | None = None  # the task serving it
         self.read_scope: trio.CancelScope | None = None  # a read in progress
-        self.in_flight: Request | None = None
+        self.in_flight: Request | None = None  # the request handed over (a group's first)
+        self.order = ResponseOrder()  # its responses, in order (network.pipelining)
         self.reserved = 0  # memory-pool bytes held for the frame being read
         # Reading the next request while this one is in flight (network.read_ahead): a
         # large frame's own buffer and the bytes in it, the wait an action cuts short,

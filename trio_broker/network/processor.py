@@ -42,9 +42,10 @@ from ..protocol.errors import (
 from ..protocol.primitives import parts_length
 from .authentication import Outcome, SaslDriver, SaslIo
 from .busy import BusyMeter
-from .connection import Connection, release_action
+from .connection import Connection, is_response, release_action
 from .context import ListenerContext
 from .mute import MuteEvent, MuteState, transition
+from .pipelining import PIPELINED, take_followers
 from .read_ahead import DIRECT_READ, read_ahead, read_ahead_want
 from .request import (
     CloseConnectionResponse,
@@ -183,17 +184,20 @@ class Processor:
             meter.stop()
             conn.closed = True
             if conn.in_flight is not None:
-                # ended without a response reaching the client: report it (metrics count
-                # it as an error; its send_complete_ns stays 0)
-                request, conn.in_flight = conn.in_flight, None
-                self._release_memory(request)
-                try:
-                    ctx.events.request_completed(request)
-                except Exception:  # a broker bug, on a connection already closing
-                    ctx.events.internal_error(conn)
+                # ended without their responses reaching the client: report them (metrics
+                # count them as errors; their send_complete_ns stays 0)
+                conn.in_flight = None
+                unanswered, conn.order.outstanding = conn.order.outstanding, []
+                for request in unanswered:
+                    self._release_memory(request)
+                    try:
+                        ctx.events.request_completed(request)
+                    except Exception:  # a broker bug, on a connection already closing
+                        ctx.events.internal_error(conn)
             self._release_reserved(conn)
-            for action in conn.mailbox.drain():
+            for action in [*conn.mailbox.drain(), *conn.order.held.values()]:
                 release_action(action)
+            conn.order.held.clear()
             await trio.aclose_forcefully(conn.stream)
             owner = conn.processor
             if isinstance(owner, Processor):
@@ -261,9 +265,19 @@ class Processor:
                     raise _CloseRequested
                 if outcome is Outcome.HANDLED:
                     continue
+            group = [request]
+            if sasl is None and request.spec.key in PIPELINED and ctx.plane == "data":
+                # pipelined requests already received go with it (network.pipelining)
+                followers = take_followers(
+                    conn, request, ctx.api_versions, ctx.memory_pool, self._parse
+                )
+                if followers:
+                    request.followers = followers
+                    group += followers
             conn.mute_state = transition(conn.mute_state, MuteEvent.MUTE)
             conn.mute_state = transition(conn.mute_state, MuteEvent.REQUEST_RECEIVED)
             conn.in_flight = request
+            conn.order.begin(group)
             meter.stop()
             if not requests.try_send(request):
                 await requests.send(request)  # the channel is full: wait for room
@@ -274,12 +288,18 @@ class Processor:
                     if want:
                         await read_ahead(conn, want, meter.clock)
                         continue
-                action = await conn.mailbox.get()
+                first = await conn.mailbox.get()
                 meter.start()
-                action.request.times.response_dequeue_ns = time.monotonic_ns()
-                await self._apply(conn, action, meter.clock)
+                actions = [first, *conn.mailbox.drain()]  # the others already there
+                now = time.monotonic_ns()
+                for action in actions:
+                    action.request.times.response_dequeue_ns = now
+                await self._apply_all(conn, actions, meter.clock)
                 meter.stop()
             meter.start()
+            if conn.order.error is not None:  # a pipelined frame behind the group was bad
+                error, conn.order.error = conn.order.error, None
+                raise error
 
     # ------------------------------------------------------------------ framing
 
@@ -480,34 +500,77 @@ class Processor:
 
     # ---------------------------------------------------------------- responses
 
-    async def _apply(self, conn: Connection, action: ResponseAction, clock: WaitClock) -> None:
-        if isinstance(action, SendResponse):
-            await send_parts(conn.stream, action.parts, clock)
-            now = time.monotonic_ns()
-            conn.bytes_out += action.size
-            conn.last_active_ns = now
-            action.request.times.send_complete_ns = now
-            self._response_done(conn, action.request)
-        elif isinstance(action, NoOpResponse):
-            action.request.times.send_complete_ns = time.monotonic_ns()
-            self._response_done(conn, action.request)
-        elif isinstance(action, StartThrottling):
-            conn.mute_state = transition(conn.mute_state, MuteEvent.THROTTLE_STARTED)
-            conn.throttle_until_ns = time.monotonic_ns() + action.throttle_ms * 1_000_000
+    async def _apply_all(
+        self, conn: Connection, actions: list[ResponseAction], clock: WaitClock
+    ) -> None:
+        """Apply actions in the order received; the responses among them in their
+        requests' order (``ResponseOrder``), consecutive writes in one send."""
+        ready: list[ResponseAction] = []
+        for action in actions:
+            if is_response(action):
+                ready += conn.order.ready(action)
+            else:
+                await self._answer(conn, ready, clock)
+                ready = []
+                self._throttle(conn, action)
+        await self._answer(conn, ready, clock)
+
+    async def _answer(
+        self, conn: Connection, actions: list[ResponseAction], clock: WaitClock
+    ) -> None:
+        """Send the response actions given (in order), the writes among them together."""
+        writes: list[SendResponse] = []
+        for action in actions:
+            if isinstance(action, SendResponse):
+                writes.append(action)
+                continue
+            await self._write(conn, writes, clock)
+            writes = []
+            if isinstance(action, NoOpResponse):
+                action.request.times.send_complete_ns = time.monotonic_ns()
+                self._response_done(conn, action.request)
+            elif isinstance(action, CloseConnectionResponse):
+                conn.close_reason = action.reason or "closed by the broker"
+                raise _CloseRequested
+        await self._write(conn, writes, clock)
+
+    async def _write(self, conn: Connection, writes: list[SendResponse], clock: WaitClock) -> None:
+        if not writes:
+            return
+        parts = writes[0].parts if len(writes) == 1 else [p for w in writes for p in w.parts]
+        await send_parts(conn.stream, parts, clock)
+        now = time.monotonic_ns()
+        conn.last_active_ns = now
+        for w in writes:
+            conn.bytes_out += w.size
+            w.request.times.send_complete_ns = now
+            self._response_done(conn, w.request)
+
+    def _throttle(self, conn: Connection, action: ResponseAction) -> None:
+        """A throttle starts or ends. Counted: with a pipelined group in flight several may
+        overlap, and the connection stays throttled until the last ends."""
+        order = conn.order
+        if isinstance(action, StartThrottling):
+            order.throttles += 1
+            if order.throttles == 1:
+                conn.mute_state = transition(conn.mute_state, MuteEvent.THROTTLE_STARTED)
+            until = time.monotonic_ns() + action.throttle_ms * 1_000_000
+            conn.throttle_until_ns = max(conn.throttle_until_ns, until)
         elif isinstance(action, EndThrottling):
-            conn.mute_state = transition(conn.mute_state, MuteEvent.THROTTLE_ENDED)
-            conn.throttle_until_ns = 0
-            self._maybe_unmute(conn)
-        elif isinstance(action, CloseConnectionResponse):
-            conn.close_reason = action.reason or "closed by the broker"
-            raise _CloseRequested
+            order.throttles -= 1
+            if order.throttles == 0:
+                conn.mute_state = transition(conn.mute_state, MuteEvent.THROTTLE_ENDED)
+                conn.throttle_until_ns = 0
+                self._maybe_unmute(conn)
 
     def _response_done(self, conn: Connection, request: Request) -> None:
         self._release_memory(request)
-        conn.mute_state = transition(conn.mute_state, MuteEvent.RESPONSE_SENT)
-        conn.in_flight = None
+        answered = conn.order.answered(request)
         self.context.events.request_completed(request)
-        self._maybe_unmute(conn)
+        if answered:  # the last of its group: the connection may read again
+            conn.mute_state = transition(conn.mute_state, MuteEvent.RESPONSE_SENT)
+            conn.in_flight = None
+            self._maybe_unmute(conn)
 
     def _maybe_unmute(self, conn: Connection) -> None:
         if conn.mute_state is MuteState.MUTED:

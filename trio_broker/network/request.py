@@ -85,6 +85,11 @@ class Request:
     context: dict[str, Any] = field(default_factory=dict)
     # Bytes reserved in the memory pool for this request until it completes.
     memory: int = 0
+    # Pipelined requests of the same connection handed over with this one (the processor's
+    # ``network.pipelining``): handled after it, in order, their responses sent in order;
+    # ``group_index`` is a request's place in its group (0: the one that carries it).
+    followers: list[Request] | None = None
+    group_index: int = 0
 
     @property
     def version(self) -> int:

@@ -14,6 +14,7 @@ import struct
 from .errors import FrameTooLarge, InvalidFrameSize, TruncatedFrame
 
 _SIZE = struct.Struct(">i")
+_KEY_VERSION = struct.Struct(">hh")  # a request header's first fields
 
 
 class FrameDecoder:
@@ -67,6 +68,16 @@ class FrameDecoder:
         frame = bytes(buf[4:end])
         del buf[:end]
         return frame
+
+    def whole_frame_key(self) -> tuple[int, int] | None:
+        """The api key and version of the next frame if it is wholly buffered (a pipelined
+        request already received), else None; nothing is consumed. A bad size prefix
+        raises, as ``frame_size``."""
+        size = self.frame_size()
+        if size is None or size < 4 or len(self._buf) < 4 + size:
+            return None
+        key, version = _KEY_VERSION.unpack_from(self._buf, 4)
+        return key, version
 
     def take_frame_start(self, size: int) -> tuple[bytearray, int]:
         """Hand over the frame in progress: a buffer of its ``size`` with the bytes already

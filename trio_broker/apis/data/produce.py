@@ -26,10 +26,16 @@ INVALID_PRODUCER_EPOCH (a batch of an epoch an end has bumped past), a coordinat
 moving or busy (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
 CONCURRENT_TRANSACTIONS) NOT_ENOUGH_REPLICAS, which producers retry. v13 (KIP-516) names
 topics by id, in the request and the answer; an id no topic has is UNKNOWN_TOPIC_ID.
+
+``handle_pipelined`` answers a connection's pipelined Produce requests together
+(``network.pipelining``): the same checks and answers, one storage job for the appends of
+consecutive requests with the same acks, in the requests' order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ...protocol.api import ApiKey, spec_for
@@ -53,9 +59,52 @@ NodeEndpoint: Any = item_type(ProduceResponse, "node_endpoints")
 
 
 async def handle(ctx: RequestContext, req: Any) -> Any:
+    plan = await _plan(ctx, req)
+    # the partitions that may be appended go to the broker together: one storage job
+    written = await ctx.broker.produce_many(plan.todo, req.acks) if plan.todo else []
+    return _finish(ctx, req, plan, written)
+
+
+async def handle_pipelined(items: Sequence[tuple[RequestContext, Any]]) -> list[Any]:
+    """Consecutive Produce requests of one connection (``network.pipelining``), each
+    answered as ``handle`` would answer it alone: each is checked in order, then the
+    partitions of a run of requests with the same acks are appended in one storage job,
+    in the requests' order (so every append happens in the order it would have one by
+    one), and each request gets its own response (or waits in the produce purgatory)."""
+    plans = [await _plan(ctx, req) for ctx, req in items]
+    results: list[Any] = []
+    start = 0
+    while start < len(items):
+        acks = items[start][1].acks
+        end = start + 1
+        while end < len(items) and items[end][1].acks == acks:
+            end += 1
+        todo = [t for plan in plans[start:end] for t in plan.todo]
+        broker = items[start][0].broker
+        written = await broker.produce_many(todo, acks) if todo else []
+        at = 0
+        for (ctx, req), plan in zip(items[start:end], plans[start:end], strict=True):
+            n = len(plan.todo)
+            results.append(_finish(ctx, req, plan, written[at : at + n]))
+            at += n
+        start = end
+    return results
+
+
+@dataclass(slots=True)
+class _Plan:
+    """A request checked: its topics' names, each partition's answer where it is known
+    without appending (None: to be appended), and the appends, in the request's order."""
+
+    names: list[str | None]
+    answers: list[list[WriteResult | None]]
+    todo: list[tuple[str, int, Any]]
+
+
+async def _plan(ctx: RequestContext, req: Any) -> _Plan:
     acks = req.acks
     # Every partition's answer, in the request's order; the ones that may be appended
-    # go to the broker together (one storage job for the whole request).
+    # are in ``todo``.
     answers: list[list[WriteResult | None]] = []
     todo: list[tuple[str, int, Any]] = []
     names = [_name_of(ctx, topic) for topic in req.topic_data]  # v13: by id (None: unknown)
@@ -89,9 +138,15 @@ async def handle(ctx: RequestContext, req: Any) -> Any:
                 row.append(None)
                 todo.append((name, data.index, data.records))
         answers.append(row)
-    written = iter(await ctx.broker.produce_many(todo, acks) if todo else [])
+    return _Plan(names, answers, todo)
+
+
+def _finish(ctx: RequestContext, req: Any, plan: _Plan, written: Sequence[WriteResult]) -> Any:
+    """The request's response from its plan and its appends' results (or its wait)."""
+    acks, names = req.acks, plan.names
+    appended = iter(written)
     results = [
-        [answer if answer is not None else next(written) for answer in row] for row in answers
+        [answer if answer is not None else next(appended) for answer in row] for row in plan.answers
     ]
     if acks == -1:
         waiting = [
